@@ -1,0 +1,21 @@
+//! The CURTAW01 weight format.
+//!
+//! Without the `std` feature this crate is `core`-only: the in-place reader of section zero
+//! ([`Metadata`]), [`decode`] of a whole artifact and the [`weights_hash`]. The on-chain program
+//! uses exactly that part. With `std` it also has the converter from llama2.c files.
+#![cfg_attr(not(feature = "std"), no_std)]
+
+mod decode;
+mod error;
+mod hash;
+mod layout;
+mod metadata;
+
+#[cfg(feature = "std")]
+pub mod convert;
+
+pub use decode::{decode, Artifact, Matrix, Row};
+pub use error::FormatError;
+pub use hash::{chain_chunk, chunk_count, weights_hash, WeightsHasher};
+pub use layout::*;
+pub use metadata::{BlockOffsets, MatrixDescriptor, Metadata, SectionEntry, TokenEntry};
