@@ -1,1 +1,30 @@
+//! The Curta program on solana-program-test, as a native processor: the life cycle on the real
+//! stories260K artifact, the largest weight account, a mismatch and its repair, the attack
+//! suite, rent and instruction data. One test binary (each links solana-program-test).
 
+#[path = "program/harness.rs"]
+mod harness;
+
+#[path = "program/lifecycle.rs"]
+mod lifecycle;
+
+#[path = "program/max_account.rs"]
+mod max_account;
+
+#[path = "program/mismatch.rs"]
+mod mismatch;
+
+#[path = "program/packet.rs"]
+mod packet;
+
+#[path = "program/attacks.rs"]
+mod attacks;
+
+#[path = "program/rent.rs"]
+mod rent;
+
+#[path = "program/instruction_data.rs"]
+mod instruction_data;
+
+#[path = "program/layout.rs"]
+mod layout;

@@ -1,1 +1,240 @@
-//! Shared helpers for the integration tests.
+//! Shared helpers for the integration tests: the bank with the program as a native processor,
+//! the real stories260K artifact, a small hand-built artifact, a seeded generator and an
+//! independent SHA-256 chain.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+use solana_program_test::{processor, ProgramTest};
+
+/// A bank with the Curta program loaded as a native processor (no SBF build exists here).
+/// The bank's own debug log (every instruction) is silenced unless RUST_LOG asks for it.
+pub fn program_test() -> ProgramTest {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        if std::env::var_os("RUST_LOG").is_none() {
+            // Before the bank installs its logger; set once, before any bank thread starts.
+            std::env::set_var("RUST_LOG", "error");
+        }
+    });
+    let mut test = ProgramTest::new(
+        "curta_program",
+        curta_program::id(),
+        processor!(curta_program::processor::process_instruction),
+    );
+    test.prefer_bpf(false);
+    test
+}
+
+/// The repository's models/ directory.
+pub fn models_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("models")
+}
+
+/// The artifact converted from models/stories260K.bin and models/tok512.bin (converted once
+/// per test binary).
+pub fn stories260k_artifact() -> Vec<u8> {
+    static ARTIFACT: OnceLock<Vec<u8>> = OnceLock::new();
+    ARTIFACT
+        .get_or_init(|| {
+            let read = |name: &str| {
+                let path = models_dir().join(name);
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            };
+            curta_core::convert::convert(&read("stories260K.bin"), &read("tok512.bin"))
+                .unwrap_or_else(|e| panic!("converting stories260K.bin + tok512.bin: {e}"))
+        })
+        .clone()
+}
+
+/// The sections of an artifact, as the section table of its header lays them out (read
+/// directly from the header bytes: section count at byte 36, entries of 16 bytes at 128).
+pub fn split_sections(artifact: &[u8]) -> Vec<Vec<u8>> {
+    let u32_at = |at: usize| u32::from_le_bytes(artifact[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(artifact[at..at + 8].try_into().unwrap());
+    (0..u32_at(36) as usize)
+        .map(|i| {
+            let offset = u64_at(128 + 16 * i) as usize;
+            let length = u64_at(136 + 16 * i) as usize;
+            artifact[offset..offset + length].to_vec()
+        })
+        .collect()
+}
+
+/// The weights hash computed with the sha2 crate directly (a second path, independent of
+/// curta-core and of the program): h = 32 zero bytes, then h = SHA-256(h || chunk) for every
+/// 65,536-byte chunk of every section in order.
+pub fn sha256_chain<'a>(sections: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
+    let mut h = [0u8; 32];
+    for section in sections {
+        for chunk in section.chunks(65_536) {
+            h = Sha256::new()
+                .chain_update(h)
+                .chain_update(chunk)
+                .finalize()
+                .into();
+        }
+    }
+    h
+}
+
+/// A seeded generator (SplitMix64): the same seed gives the same bytes on every machine.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in 0..n (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    pub fn fill(&mut self, out: &mut [u8]) {
+        for chunk in out.chunks_mut(8) {
+            let word = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+    }
+
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        self.fill(&mut out);
+        out
+    }
+}
+
+/// The configuration of the hand-built artifact: dimension 8, hidden dimension 8, one layer,
+/// one head (head size 8), one key and value head, 259 tokens, context 1. Its 9 matrices
+/// (rows of 16 bytes, the classifier tied to the embedding) take the first
+/// TINY_MATRIX_BYTES bytes of section one; section one may be longer.
+pub const TINY_CONFIG: [u32; 7] = [8, 8, 1, 1, 1, 259, 1];
+/// 259 x 16 (embedding, shared by the classifier) + 7 x 8 x 16 (the layer).
+pub const TINY_MATRIX_BYTES: u64 = 259 * 16 + 7 * 8 * 16;
+
+/// Section zero of the hand-built artifact, laid out by the spec and decisions D5/D9 (blocks
+/// back to back after the 4,096-byte header, zero padding to a multiple of 8), declaring
+/// section one to be `section_one_len` bytes (at least TINY_MATRIX_BYTES).
+pub fn tiny_section_zero(section_one_len: u64) -> Vec<u8> {
+    let [dim, hidden, layers, heads, kv_heads, vocab, context] = TINY_CONFIG;
+    let head_size = dim / heads;
+    let tokens: Vec<Vec<u8>> = (0..vocab)
+        .map(|id| match id {
+            0 => b"<unk>".to_vec(),
+            1 => b"<s>".to_vec(),
+            2 => b"</s>".to_vec(),
+            _ => vec![(id - 3) as u8],
+        })
+        .collect();
+    let norm = 4096u32;
+    let rotary = norm + 4 * (2 * layers + 1) * dim;
+    let exp = rotary + 4 * context * head_size;
+    let silu = exp + 4 * 4097;
+    let entries = silu + 4 * 4097;
+    let sorted = entries + 16 * vocab;
+    let strings = sorted + 4 * vocab;
+    let strings_len: u32 = tokens.iter().map(|t| t.len() as u32).sum();
+    let len = (strings + strings_len).div_ceil(8) * 8;
+
+    let mut s = vec![0u8; len as usize];
+    let put = |s: &mut Vec<u8>, at: u32, bytes: &[u8]| {
+        s[at as usize..at as usize + bytes.len()].copy_from_slice(bytes)
+    };
+    put(&mut s, 0, b"CURTAW01");
+    let header = [
+        dim, hidden, layers, heads, kv_heads, vocab, context, 2, norm, rotary, exp, silu, entries,
+        sorted, strings,
+    ];
+    for (i, v) in header.iter().enumerate() {
+        put(&mut s, 8 + 4 * i as u32, &v.to_le_bytes());
+    }
+    put(
+        &mut s,
+        68,
+        &(((1u64 << 24) as f64 / (head_size as f64).sqrt()).round() as u32).to_le_bytes(),
+    );
+    // Section table: (0, len), (len, section one).
+    put(&mut s, 136, &(len as u64).to_le_bytes());
+    put(&mut s, 144, &(len as u64).to_le_bytes());
+    put(&mut s, 152, &section_one_len.to_le_bytes());
+    // Matrix table: all in section 1, 8 columns (row length 16); embedding then its tied copy.
+    let shapes = [
+        (vocab, 0u64),
+        (vocab, 0),
+        (dim, 1),
+        (dim, 2),
+        (dim, 3),
+        (dim, 4),
+        (hidden, 5),
+        (dim, 6),
+        (hidden, 7),
+    ];
+    let mut at = 512u32;
+    for (rows, k) in shapes {
+        let offset = if k == 0 {
+            0
+        } else {
+            16 * vocab as u64 + (k - 1) * 128
+        };
+        for v in [1u32, 8, rows, 16] {
+            put(&mut s, at, &v.to_le_bytes());
+            at += 4;
+        }
+        put(&mut s, at, &offset.to_le_bytes());
+        at += 8;
+    }
+    // Coefficients and tables (values follow the spec; the program does not read them).
+    for i in 0..(2 * layers + 1) * dim {
+        put(&mut s, norm + 4 * i, &(1i32 << 24).to_le_bytes());
+    }
+    for j in 0..head_size / 2 {
+        put(&mut s, rotary + 8 * j, &(1i32 << 24).to_le_bytes());
+    }
+    for i in 0..4097u32 {
+        let e = ((-(i as f64) / 256.0).exp() * (1u64 << 30) as f64).round() as u32;
+        put(&mut s, exp + 4 * i, &e.to_le_bytes());
+        let x = i as f64 / 128.0 - 16.0;
+        let silu_value = (x / (1.0 + (-x).exp()) * 65536.0).round() as i32;
+        put(&mut s, silu + 4 * i, &silu_value.to_le_bytes());
+    }
+    // Tokenizer: entries (score key, length, offset), ids sorted by bytes, strings in id order.
+    let mut offset = strings;
+    for (id, token) in tokens.iter().enumerate() {
+        let entry = entries + 16 * id as u32;
+        let score_key = (-(id as f32)).to_bits() ^ u32::MAX; // a negative score: bits inverted
+        put(&mut s, entry, &score_key.to_le_bytes());
+        put(&mut s, entry + 4, &(token.len() as u32).to_le_bytes());
+        put(&mut s, entry + 8, &offset.to_le_bytes());
+        put(&mut s, offset, token);
+        offset += token.len() as u32;
+    }
+    let mut ids: Vec<u32> = (0..vocab).collect();
+    ids.sort_by(|&a, &b| tokens[a as usize].cmp(&tokens[b as usize]).then(a.cmp(&b)));
+    for (i, id) in ids.iter().enumerate() {
+        put(&mut s, sorted + 4 * i as u32, &id.to_le_bytes());
+    }
+    s
+}
+
+/// The hand-built artifact's two sections: tiny_section_zero and `section_one_len` seeded
+/// random bytes.
+pub fn tiny_sections(section_one_len: usize, seed: u64) -> Vec<Vec<u8>> {
+    assert!(section_one_len as u64 >= TINY_MATRIX_BYTES);
+    vec![
+        tiny_section_zero(section_one_len as u64),
+        Rng::new(seed).bytes(section_one_len),
+    ]
+}
+pub mod client;

@@ -1,0 +1,114 @@
+//! The program's errors. Each is returned as `ProgramError::Custom(code)`, code = the variant's
+//! discriminant below (stable: clients print errors by name through `TryFrom<u32>`).
+
+use solana_program_error::ProgramError;
+
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CurtaError {
+    #[error("account is not owned by the expected program")]
+    WrongOwner = 0,
+    #[error("signer is not the model's authority")]
+    Unauthorized = 1,
+    #[error("section count must be 2 to 18")]
+    InvalidSectionCount = 2,
+    #[error("section length must be 1 to 10,483,712 bytes")]
+    InvalidSectionLength = 3,
+    #[error("model account is not the PDA of [\"model\", authority, weights hash]")]
+    ModelAddressMismatch = 4,
+    #[error("weight account is not the seed-derived address of (authority, model, section)")]
+    WeightAddressMismatch = 5,
+    #[error("weight account data length is not 2,048 + the section length")]
+    WeightSizeMismatch = 6,
+    #[error("account or section is already initialized")]
+    AlreadyInitialized = 7,
+    #[error("section index is not below the model's section count")]
+    SectionOutOfRange = 8,
+    #[error("account does not hold the rent-exempt minimum")]
+    NotRentExempt = 9,
+    #[error("weight account is not initialized")]
+    NotInitialized = 10,
+    #[error("weight account belongs to another model")]
+    WrongModel = 11,
+    #[error("weight account holds another section than the one expected")]
+    WrongSection = 12,
+    #[error("write reaches past the end of the section")]
+    WriteOutOfBounds = 13,
+    #[error("write carries no bytes")]
+    EmptyWrite = 14,
+    #[error("section is frozen: sealing has hashed it")]
+    SectionFrozen = 15,
+    #[error("model is sealed and can never change or close")]
+    ModelSealed = 16,
+    #[error("instruction is not allowed in the model's current state")]
+    WrongState = 17,
+    #[error("seal names another chunk than the model's seal cursor")]
+    UnexpectedChunk = 18,
+    #[error("seal names another seal pass than the model's")]
+    StalePass = 19,
+    #[error("not every section's weight account is initialized")]
+    WeightAccountsMissing = 20,
+    #[error("section zero's header is not a valid CURTAW01 header")]
+    InvalidSectionZero = 21,
+    #[error("section zero's section table differs from the declared section lengths")]
+    SectionTableMismatch = 22,
+    #[error("wrong number of accounts for this instruction")]
+    WrongAccountCount = 23,
+    #[error("account is not a Curta model account")]
+    NotAModel = 24,
+    #[error("account must be writable")]
+    NotWritable = 25,
+    #[error("destination must not be one of the accounts being closed")]
+    InvalidDestination = 26,
+    #[error("arithmetic overflow")]
+    Overflow = 27,
+}
+
+impl CurtaError {
+    /// Every variant, in code order.
+    pub const ALL: [CurtaError; 28] = [
+        CurtaError::WrongOwner,
+        CurtaError::Unauthorized,
+        CurtaError::InvalidSectionCount,
+        CurtaError::InvalidSectionLength,
+        CurtaError::ModelAddressMismatch,
+        CurtaError::WeightAddressMismatch,
+        CurtaError::WeightSizeMismatch,
+        CurtaError::AlreadyInitialized,
+        CurtaError::SectionOutOfRange,
+        CurtaError::NotRentExempt,
+        CurtaError::NotInitialized,
+        CurtaError::WrongModel,
+        CurtaError::WrongSection,
+        CurtaError::WriteOutOfBounds,
+        CurtaError::EmptyWrite,
+        CurtaError::SectionFrozen,
+        CurtaError::ModelSealed,
+        CurtaError::WrongState,
+        CurtaError::UnexpectedChunk,
+        CurtaError::StalePass,
+        CurtaError::WeightAccountsMissing,
+        CurtaError::InvalidSectionZero,
+        CurtaError::SectionTableMismatch,
+        CurtaError::WrongAccountCount,
+        CurtaError::NotAModel,
+        CurtaError::NotWritable,
+        CurtaError::InvalidDestination,
+        CurtaError::Overflow,
+    ];
+}
+
+impl From<CurtaError> for ProgramError {
+    fn from(e: CurtaError) -> Self {
+        ProgramError::Custom(e as u32)
+    }
+}
+
+impl TryFrom<u32> for CurtaError {
+    type Error = u32;
+
+    /// The error of a custom code, or the code back when no variant has it.
+    fn try_from(code: u32) -> Result<Self, u32> {
+        CurtaError::ALL.get(code as usize).copied().ok_or(code)
+    }
+}

@@ -1,0 +1,771 @@
+//! The attack suite: every refused instruction names its error, and no account it could touch
+//! changes (data, lamports, owner).
+
+use crate::harness::*;
+use curta_program::error::CurtaError::{self, *};
+use curta_program::instruction as ix;
+use curta_program::state::{self, ModelState, WEIGHT_HEADER_LEN};
+use curta_tests::{tiny_section_zero, tiny_sections, Rng};
+use solana_instruction::error::InstructionError;
+use solana_instruction::{AccountMeta, Instruction};
+use solana_pubkey::Pubkey;
+use solana_sdk::signature::{Keypair, Signer};
+use solana_sdk::transaction::TransactionError;
+use solana_system_interface::instruction as system_instruction;
+
+const LEN: usize = 70_000; // section one: two chunks
+
+fn err(e: CurtaError) -> InstructionError {
+    custom(e)
+}
+
+/// The same instruction with account `index` no longer a signer.
+fn unsigned(mut i: Instruction, index: usize) -> Instruction {
+    i.accounts[index].is_signer = false;
+    i
+}
+
+/// The same instruction with account `index` read-only.
+fn readonly(mut i: Instruction, index: usize) -> Instruction {
+    i.accounts[index].is_writable = false;
+    i
+}
+
+fn seal(p: &Published, section: usize, pass: u32, chunk: u32) -> Instruction {
+    ix::seal(&PROGRAM, &p.model, &p.weights[section], pass, chunk)
+}
+
+fn watch(bank: &Bank, models: &[&Published]) -> Vec<Pubkey> {
+    let mut out = vec![bank.authority.pubkey(), bank.mallory.pubkey()];
+    for p in models {
+        out.extend(p.accounts());
+    }
+    out
+}
+
+#[tokio::test]
+async fn write_attacks() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let m = bank.mallory.insecure_clone();
+    let p = written(&mut bank, tiny_sections(LEN, 1)).await;
+    let q = written(&mut bank, tiny_sections(LEN, 2)).await;
+    let theirs = create_by(&mut bank, m.insecure_clone(), tiny_sections(LEN, 3), None).await;
+    init_all(&mut bank, &theirs).await;
+    let w = watch(&bank, &[&p, &q, &theirs]);
+    let w1 = p.weights[1];
+    let write = |offset: u32, bytes: &[u8]| ix::write(&PROGRAM, &w1, &p.authority, offset, bytes);
+
+    // By a non-authority, without the authority's signature, into another authority's model.
+    let by_mallory = ix::write(&PROGRAM, &w1, &m.pubkey(), 0, &[1]);
+    bank.refused(&[by_mallory], &[&m], 0, err(Unauthorized), &w)
+        .await;
+    bank.refused(
+        &[unsigned(write(0, &[1]), 1)],
+        &[],
+        0,
+        InstructionError::MissingRequiredSignature,
+        &w,
+    )
+    .await;
+    let into_theirs = ix::write(&PROGRAM, &theirs.weights[0], &p.authority, 0, &[1]);
+    bank.refused(&[into_theirs], &[&a], 0, err(Unauthorized), &w)
+        .await;
+
+    // Bounds: past the end, offset overflow, empty. The last byte itself is writable.
+    bank.refused(
+        &[write(LEN as u32 - 10, &[7; 11])],
+        &[&a],
+        0,
+        err(WriteOutOfBounds),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[write(LEN as u32, &[7])],
+        &[&a],
+        0,
+        err(WriteOutOfBounds),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[write(u32::MAX, &[7; 1019])],
+        &[&a],
+        0,
+        err(WriteOutOfBounds),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[write(u32::MAX - 1, &[7; 2])],
+        &[&a],
+        0,
+        err(WriteOutOfBounds),
+        &w,
+    )
+    .await;
+    bank.refused(&[write(0, &[])], &[&a], 0, err(EmptyWrite), &w)
+        .await;
+    let last = p.sections[1][LEN - 1];
+    bank.send(&[write(LEN as u32 - 1, &[last])], &[&a])
+        .await
+        .unwrap();
+
+    // Not a weight account: the model, a foreign-owned account; and a read-only weight account.
+    let into_model = ix::write(&PROGRAM, &p.model, &p.authority, 0, &[1]);
+    bank.refused(&[into_model], &[&a], 0, err(NotInitialized), &w)
+        .await;
+    let into_wallet = ix::write(&PROGRAM, &m.pubkey(), &p.authority, 0, &[1]);
+    bank.refused(&[into_wallet], &[&a], 0, err(WrongOwner), &w)
+        .await;
+    bank.refused(
+        &[readonly(write(0, &[1]), 0)],
+        &[&a],
+        0,
+        err(NotWritable),
+        &w,
+    )
+    .await;
+
+    // Into a frozen section: chunk 0 freezes section zero only; section one stays writable
+    // until its first chunk is hashed.
+    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    let w0 = ix::write(&PROGRAM, &p.weights[0], &p.authority, 0, b"X");
+    bank.refused(&[w0], &[&a], 0, err(SectionFrozen), &w).await;
+    bank.send(&[write(5, &[p.sections[1][5]])], &[&a])
+        .await
+        .unwrap();
+    bank.send(&[seal(&p, 1, 0, 1)], &[]).await.unwrap();
+    bank.refused(&[write(5, &[0])], &[&a], 0, err(SectionFrozen), &w)
+        .await;
+
+    // After Sealed.
+    bank.send(&[seal(&p, 1, 0, 2)], &[]).await.unwrap();
+    assert_eq!(bank.model(&p.model).await.state, ModelState::Sealed);
+    for s in 0..2 {
+        let write = ix::write(&PROGRAM, &p.weights[s], &p.authority, 100, &[0; 1019]);
+        bank.refused(&[write], &[&a], 0, err(SectionFrozen), &w)
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn init_attacks() {
+    // The authority is known before the bank starts, so accounts can be planted at the
+    // addresses its model will use.
+    let authority = Keypair::new();
+    let sections = tiny_sections(LEN, 4);
+    let declared = curta_tests::sha256_chain(sections.iter().map(|s| s.as_slice()));
+    let (model, _) = state::model_address(&PROGRAM, &authority.pubkey(), &declared);
+    let planted = state::weight_address(&PROGRAM, &authority.pubkey(), &model, 1);
+    let foreign = Pubkey::new_unique();
+    let mut bank = Bank::start_as(authority.insecure_clone(), |test| {
+        // Section one's weight account, owned by the program but holding 1 lamport.
+        let data = vec![0; WEIGHT_HEADER_LEN + LEN];
+        test.add_account(
+            planted,
+            solana_sdk::account::Account {
+                lamports: 1,
+                data,
+                owner: PROGRAM,
+                executable: false,
+                rent_epoch: 0,
+            },
+        );
+        // An account of the right size owned by another program.
+        let data = vec![0; WEIGHT_HEADER_LEN + sections[0].len()];
+        test.add_account(
+            foreign,
+            solana_sdk::account::Account {
+                lamports: 1_000 * SOL,
+                data,
+                owner: Pubkey::new_unique(),
+                executable: false,
+                rent_epoch: 0,
+            },
+        );
+    })
+    .await;
+    let a = authority;
+    let m = bank.mallory.insecure_clone();
+    let p = create(&mut bank, sections, None).await;
+    assert_eq!(p.model, model);
+    let mut w = watch(&bank, &[&p]);
+    w.push(foreign);
+    let init = |weight: &Pubkey, section: u8| {
+        ix::init_weight_account(&PROGRAM, &p.model, weight, &p.authority, section)
+    };
+
+    // Foreign-owned: an address never created (system-owned) and another program's account.
+    bank.refused(&[init(&p.weights[0], 0)], &[&a], 0, err(WrongOwner), &w)
+        .await;
+    bank.refused(&[init(&foreign, 0)], &[&a], 0, err(WrongOwner), &w)
+        .await;
+    // Not rent-exempt.
+    bank.refused(&[init(&planted, 1)], &[&a], 0, err(NotRentExempt), &w)
+        .await;
+
+    // Wrong size: one byte more, one byte less than 2,048 + the section length (each in a
+    // model of its own, since the address then holds an account of the wrong size).
+    let full = WEIGHT_HEADER_LEN + p.sections[0].len();
+    for (seed, space) in [(40, full + 1), (41, full - 1)] {
+        let other = create(&mut bank, tiny_sections(LEN, seed), None).await;
+        bank.send(&[create_weight_sized(&bank, &other, 0, space)], &[&a])
+            .await
+            .unwrap();
+        let w = watch(&bank, &[&other]);
+        let init = ix::init_weight_account(
+            &PROGRAM,
+            &other.model,
+            &other.weights[0],
+            &other.authority,
+            0,
+        );
+        bank.refused(&[init], &[&a], 0, err(WeightSizeMismatch), &w)
+            .await;
+    }
+
+    // Wrong seed-derived address: a program-owned account of the right size under another
+    // seed, and section one's real address offered as section zero.
+    let seed = "curta-00-not-the-right-seed";
+    let elsewhere = Pubkey::create_with_seed(&p.authority, seed, &PROGRAM).unwrap();
+    let create_elsewhere = system_instruction::create_account_with_seed(
+        &p.authority,
+        &elsewhere,
+        &p.authority,
+        seed,
+        bank.rent.minimum_balance(full),
+        full as u64,
+        &PROGRAM,
+    );
+    bank.send(&[create_elsewhere], &[&a]).await.unwrap();
+    w.push(elsewhere);
+    bank.refused(
+        &[init(&elsewhere, 0)],
+        &[&a],
+        0,
+        err(WeightAddressMismatch),
+        &w,
+    )
+    .await;
+
+    // By a non-authority; out of range; not writable.
+    bank.send(&[create_weight(&bank, &p, 0)], &[&a])
+        .await
+        .unwrap();
+    let by_mallory = ix::init_weight_account(&PROGRAM, &p.model, &p.weights[0], &m.pubkey(), 0);
+    bank.refused(&[by_mallory], &[&m], 0, err(Unauthorized), &w)
+        .await;
+    bank.refused(
+        &[unsigned(init(&p.weights[0], 0), 2)],
+        &[],
+        0,
+        InstructionError::MissingRequiredSignature,
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[init(&p.weights[0], 2)],
+        &[&a],
+        0,
+        err(SectionOutOfRange),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[init(&p.weights[0], 255)],
+        &[&a],
+        0,
+        err(SectionOutOfRange),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[readonly(init(&p.weights[0], 0), 0)],
+        &[&a],
+        0,
+        err(NotWritable),
+        &w,
+    )
+    .await;
+    // Section one's account offered for section zero.
+    bank.refused(
+        &[init(&planted, 0)],
+        &[&a],
+        0,
+        err(WeightAddressMismatch),
+        &w,
+    )
+    .await;
+
+    // Twice.
+    bank.send(&[init(&p.weights[0], 0)], &[&a]).await.unwrap();
+    bank.refused(
+        &[init(&p.weights[0], 0)],
+        &[&a],
+        0,
+        err(AlreadyInitialized),
+        &w,
+    )
+    .await;
+
+    // Once sealing started, and once Sealed. (Section one: top the planted account up first.)
+    let top_up = system_instruction::transfer(
+        &p.authority,
+        &planted,
+        bank.rent.minimum_balance(WEIGHT_HEADER_LEN + LEN),
+    );
+    bank.send(&[top_up, init(&planted, 1)], &[&a])
+        .await
+        .unwrap();
+    write_all(&mut bank, &p, 16).await;
+    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    bank.refused(&[init(&p.weights[0], 0)], &[&a], 0, err(WrongState), &w)
+        .await;
+    bank.send(&[seal(&p, 1, 0, 1), seal(&p, 1, 0, 2)], &[])
+        .await
+        .unwrap();
+    bank.refused(&[init(&p.weights[1], 1)], &[&a], 0, err(ModelSealed), &w)
+        .await;
+}
+
+#[tokio::test]
+async fn seal_attacks() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    // Before every weight account is initialized.
+    let p = create(&mut bank, tiny_sections(LEN, 5), None).await;
+    init_one(&mut bank, &p, 0).await;
+    let w = watch(&bank, &[&p]);
+    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(WeightAccountsMissing), &w)
+        .await;
+    init_one(&mut bank, &p, 1).await;
+    write_all(&mut bank, &p, 16).await;
+    let q = written(&mut bank, tiny_sections(LEN, 6)).await;
+    let w = watch(&bank, &[&p, &q]);
+
+    // Wrong chunk number, wrong pass.
+    bank.refused(&[seal(&p, 0, 0, 1)], &[], 0, err(UnexpectedChunk), &w)
+        .await;
+    bank.refused(
+        &[seal(&p, 0, 0, u32::MAX)],
+        &[],
+        0,
+        err(UnexpectedChunk),
+        &w,
+    )
+    .await;
+    bank.refused(&[seal(&p, 0, 1, 0)], &[], 0, err(StalePass), &w)
+        .await;
+    // Another model's weight account, the weight accounts swapped, the model as weight account
+    // and a weight account as model, read-only accounts.
+    let with_theirs = ix::seal(&PROGRAM, &p.model, &q.weights[0], 0, 0);
+    bank.refused(&[with_theirs], &[], 0, err(WrongModel), &w)
+        .await;
+    bank.refused(&[seal(&p, 1, 0, 0)], &[], 0, err(WrongSection), &w)
+        .await;
+    let model_as_weight = ix::seal(&PROGRAM, &p.model, &p.model, 0, 0);
+    bank.refused(&[model_as_weight], &[], 0, err(NotInitialized), &w)
+        .await;
+    let weight_as_model = ix::seal(&PROGRAM, &p.weights[0], &p.weights[0], 0, 0);
+    bank.refused(&[weight_as_model], &[], 0, err(NotAModel), &w)
+        .await;
+    bank.refused(
+        &[readonly(seal(&p, 0, 0, 0), 1)],
+        &[],
+        0,
+        err(NotWritable),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[readonly(seal(&p, 0, 0, 0), 0)],
+        &[],
+        0,
+        err(NotWritable),
+        &w,
+    )
+    .await;
+
+    // A duplicate or replayed seal fails cleanly instead of advancing twice.
+    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(UnexpectedChunk), &w)
+        .await;
+    // The second of two identical seals in one transaction fails, and takes the first with it.
+    bank.refused(
+        &[seal(&p, 1, 0, 1), seal(&p, 1, 0, 1)],
+        &[],
+        1,
+        err(UnexpectedChunk),
+        &w,
+    )
+    .await;
+    // Section one's chunk with section zero's account.
+    bank.refused(&[seal(&p, 0, 0, 1)], &[], 0, err(WrongSection), &w)
+        .await;
+    bank.send(&[seal(&p, 1, 0, 1)], &[]).await.unwrap();
+    bank.send(&[seal(&p, 1, 0, 2)], &[]).await.unwrap();
+    assert_eq!(bank.model(&p.model).await.state, ModelState::Sealed);
+
+    // After Sealed, with any chunk number.
+    bank.refused(&[seal(&p, 1, 0, 3)], &[], 0, err(ModelSealed), &w)
+        .await;
+    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(ModelSealed), &w)
+        .await;
+    // Reopen after Sealed.
+    let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
+    bank.refused(&[reopen], &[&a], 0, err(ModelSealed), &w)
+        .await;
+}
+
+#[tokio::test]
+async fn section_zero_checked_at_first_chunk() {
+    let mut bank = Bank::start().await;
+    let mut rng = Rng::new(9);
+    // Section zero's table says section one is 8 bytes longer than the declared length.
+    let sections = vec![tiny_section_zero(LEN as u64 + 8), rng.bytes(LEN)];
+    let p = written(&mut bank, sections).await;
+    // A section zero without the tag.
+    let mut bad = tiny_section_zero(LEN as u64);
+    bad[0] = b'X';
+    let q = written(&mut bank, vec![bad, rng.bytes(LEN)]).await;
+    // A section zero whose config is out of range (vocabulary 258 < 259).
+    let mut bad = tiny_section_zero(LEN as u64);
+    bad[28..32].copy_from_slice(&258u32.to_le_bytes());
+    let r = written(&mut bank, vec![bad, rng.bytes(LEN)]).await;
+    let w = watch(&bank, &[&p, &q, &r]);
+
+    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(SectionTableMismatch), &w)
+        .await;
+    // The reason is logged.
+    let (result, logs) = bank.send_logged(&[seal(&q, 0, 0, 1)], &[]).await;
+    assert_eq!(
+        result,
+        Err(TransactionError::InstructionError(0, err(UnexpectedChunk)))
+    );
+    assert!(
+        logs.iter().all(|l| !l.contains("section zero:")),
+        "an UnexpectedChunk parses nothing"
+    );
+    let (_, logs) = bank.send_logged(&[seal(&q, 0, 0, 0)], &[]).await;
+    assert!(
+        logs.iter()
+            .any(|l| l.starts_with("Program log: section zero: wrong tag at byte 0")),
+        "{logs:#?}"
+    );
+    bank.refused(&[seal(&q, 0, 0, 0)], &[], 0, err(InvalidSectionZero), &w)
+        .await;
+    bank.refused(&[seal(&r, 0, 0, 0)], &[], 0, err(InvalidSectionZero), &w)
+        .await;
+    for x in [&p, &q, &r] {
+        let model = bank.model(&x.model).await;
+        assert_eq!((model.state, model.seal_cursor), (ModelState::Open, 0));
+        assert!(
+            !bank.header(&x.weights[0]).await.frozen,
+            "a refused seal freezes nothing"
+        );
+    }
+    // Repair section zero's table (still Open): the seal goes through and stores the config.
+    let good = tiny_section_zero(LEN as u64);
+    let a = bank.authority.insecure_clone();
+    bank.send(
+        &[ix::write(
+            &PROGRAM,
+            &p.weights[0],
+            &p.authority,
+            0,
+            &good[..1000],
+        )],
+        &[&a],
+    )
+    .await
+    .unwrap();
+    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    let model = bank.model(&p.model).await;
+    let c = model.config;
+    assert_eq!(
+        [
+            c.dim,
+            c.hidden_dim,
+            c.layers,
+            c.heads,
+            c.kv_heads,
+            c.vocab_size,
+            c.context_length
+        ],
+        curta_tests::TINY_CONFIG
+    );
+    assert_eq!(model.state, ModelState::Sealing);
+}
+
+#[tokio::test]
+async fn close_attacks() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let m = bank.mallory.insecure_clone();
+    let p = written(&mut bank, tiny_sections(LEN, 10)).await;
+    let dest = Pubkey::new_unique();
+    let mut w = watch(&bank, &[&p]);
+    w.push(dest);
+    let close = |weights: &[Pubkey], dest: &Pubkey| {
+        ix::close(&PROGRAM, &p.model, &p.authority, dest, weights)
+    };
+
+    let by_mallory = ix::close(&PROGRAM, &p.model, &m.pubkey(), &m.pubkey(), &p.weights);
+    bank.refused(&[by_mallory], &[&m], 0, err(Unauthorized), &w)
+        .await;
+    bank.refused(
+        &[unsigned(close(&p.weights, &dest), 1)],
+        &[],
+        0,
+        InstructionError::MissingRequiredSignature,
+        &w,
+    )
+    .await;
+    let reversed: Vec<Pubkey> = p.weights.iter().rev().copied().collect();
+    bank.refused(
+        &[close(&reversed, &dest)],
+        &[&a],
+        0,
+        err(WeightAddressMismatch),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[close(&p.weights[..1], &dest)],
+        &[&a],
+        0,
+        err(WrongAccountCount),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[close(&p.weights, &p.model)],
+        &[&a],
+        0,
+        err(InvalidDestination),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[close(&p.weights, &p.weights[1])],
+        &[&a],
+        0,
+        err(InvalidDestination),
+        &w,
+    )
+    .await;
+
+    bank.send(&[close(&p.weights, &dest)], &[&a]).await.unwrap();
+    for x in p.accounts() {
+        assert_eq!(
+            bank.account(&x).await,
+            None,
+            "{x} closed: no lamports, no data"
+        );
+    }
+    // Twice; and reuse after close: write, init, seal, reopen all see a system account.
+    bank.refused(&[close(&p.weights, &dest)], &[&a], 0, err(WrongOwner), &w)
+        .await;
+    let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, 0, &[1]);
+    bank.refused(&[write], &[&a], 0, err(WrongOwner), &w).await;
+    let init = ix::init_weight_account(&PROGRAM, &p.model, &p.weights[0], &p.authority, 0);
+    bank.refused(&[init], &[&a], 0, err(WrongOwner), &w).await;
+    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(WrongOwner), &w)
+        .await;
+    let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
+    bank.refused(&[reopen], &[&a], 0, err(WrongOwner), &w).await;
+
+    // The addresses are free again: the same model can be published from scratch, and its
+    // state starts over (nothing of the closed accounts survives).
+    let again = written(&mut bank, p.sections.clone()).await;
+    assert_eq!(again.model, p.model);
+    let model = bank.model(&again.model).await;
+    assert_eq!(
+        (model.state, model.seal_pass, model.seal_cursor),
+        (ModelState::Open, 0, 0)
+    );
+    seal_all(&mut bank, &again, 0).await;
+
+    // A sealed model can never be closed.
+    let w = watch(&bank, &[&again]);
+    bank.refused(
+        &[close(&again.weights, &dest)],
+        &[&a],
+        0,
+        err(ModelSealed),
+        &w,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn create_and_reopen_attacks() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let m = bank.mallory.insecure_clone();
+    let me = a.pubkey();
+    let hash = [7u8; 32];
+    let (model, _) = state::model_address(&PROGRAM, &me, &hash);
+    let w = vec![me, model];
+    let create = |lengths: &[u32]| ix::create_model(&PROGRAM, &me, hash, lengths);
+
+    bank.refused(&[create(&[100])], &[&a], 0, err(InvalidSectionCount), &w)
+        .await;
+    bank.refused(
+        &[create(&[100; 19])],
+        &[&a],
+        0,
+        err(InvalidSectionCount),
+        &w,
+    )
+    .await;
+    bank.refused(&[create(&[])], &[&a], 0, err(InvalidSectionCount), &w)
+        .await;
+    bank.refused(
+        &[create(&[100, 0])],
+        &[&a],
+        0,
+        err(InvalidSectionLength),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[create(&[100, 10_483_713])],
+        &[&a],
+        0,
+        err(InvalidSectionLength),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[unsigned(create(&[100, 100]), 0)],
+        &[],
+        0,
+        InstructionError::MissingRequiredSignature,
+        &w,
+    )
+    .await;
+    // Another address than the PDA, the PDA of another hash, another authority's PDA.
+    let mut elsewhere = create(&[100, 100]);
+    elsewhere.accounts[1] = AccountMeta::new(Pubkey::new_unique(), false);
+    bank.refused(&[elsewhere], &[&a], 0, err(ModelAddressMismatch), &w)
+        .await;
+    let mut other_hash = create(&[100, 100]);
+    other_hash.accounts[1].pubkey = state::model_address(&PROGRAM, &me, &[8; 32]).0;
+    bank.refused(&[other_hash], &[&a], 0, err(ModelAddressMismatch), &w)
+        .await;
+    let mut theirs = create(&[100, 100]);
+    theirs.accounts[1].pubkey = state::model_address(&PROGRAM, &m.pubkey(), &hash).0;
+    bank.refused(&[theirs], &[&a], 0, err(ModelAddressMismatch), &w)
+        .await;
+    let mut fake_system = create(&[100, 100]);
+    fake_system.accounts[2].pubkey = Pubkey::new_unique();
+    bank.refused(
+        &[fake_system],
+        &[&a],
+        0,
+        InstructionError::IncorrectProgramId,
+        &w,
+    )
+    .await;
+
+    // Someone sends lamports to the PDA first: the model is still created, rent-exempt.
+    bank.send(
+        &[system_instruction::transfer(
+            &m.pubkey(),
+            &model,
+            bank.rent.minimum_balance(0),
+        )],
+        &[&m],
+    )
+    .await
+    .unwrap();
+    bank.send(&[create(&[10_483_712, 1])], &[&a]).await.unwrap();
+    let account = bank.account(&model).await.unwrap();
+    assert_eq!(
+        account.lamports,
+        bank.rent.minimum_balance(state::MODEL_LEN)
+    );
+    assert_eq!(account.owner, PROGRAM);
+    let w = vec![me, model];
+    bank.refused(
+        &[create(&[10_483_712, 2])],
+        &[&a],
+        0,
+        err(AlreadyInitialized),
+        &w,
+    )
+    .await;
+
+    // Reopen: of an Open model, by a non-authority, with missing or wrong weight accounts.
+    let p = written(&mut bank, tiny_sections(LEN, 11)).await;
+    let w = watch(&bank, &[&p]);
+    let reopen = |weights: &[Pubkey]| ix::reopen(&PROGRAM, &p.model, &p.authority, weights);
+    bank.refused(&[reopen(&p.weights)], &[&a], 0, err(WrongState), &w)
+        .await;
+    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    let w = watch(&bank, &[&p]);
+    let by_mallory = ix::reopen(&PROGRAM, &p.model, &m.pubkey(), &p.weights);
+    bank.refused(&[by_mallory], &[&m], 0, err(Unauthorized), &w)
+        .await;
+    bank.refused(
+        &[unsigned(reopen(&p.weights), 1)],
+        &[],
+        0,
+        InstructionError::MissingRequiredSignature,
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[reopen(&p.weights[..1])],
+        &[&a],
+        0,
+        err(WrongAccountCount),
+        &w,
+    )
+    .await;
+    let reversed: Vec<Pubkey> = p.weights.iter().rev().copied().collect();
+    bank.refused(
+        &[reopen(&reversed)],
+        &[&a],
+        0,
+        err(WeightAddressMismatch),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[readonly(reopen(&p.weights), 2)],
+        &[&a],
+        0,
+        err(NotWritable),
+        &w,
+    )
+    .await;
+    bank.send(&[reopen(&p.weights)], &[&a]).await.unwrap();
+    assert_eq!(bank.model(&p.model).await.state, ModelState::Open);
+}
+
+#[tokio::test]
+async fn closed_accounts_cannot_be_revived() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let p = written(&mut bank, tiny_sections(LEN, 12)).await;
+    // Close, then send lamports back to a closed weight account in the same transaction.
+    let close = ix::close(&PROGRAM, &p.model, &p.authority, &a.pubkey(), &p.weights);
+    let revive =
+        system_instruction::transfer(&p.authority, &p.weights[1], bank.rent.minimum_balance(0));
+    bank.send(&[close, revive], &[&a]).await.unwrap();
+    let revived = bank.account(&p.weights[1]).await.unwrap();
+    assert_eq!(revived.owner, solana_system_interface::program::ID);
+    assert!(
+        revived.data.is_empty(),
+        "no byte of the closed account survives"
+    );
+    let w = watch(&bank, &[&p]);
+    let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, 0, &[1]);
+    bank.refused(&[write], &[&a], 0, err(WrongOwner), &w).await;
+    let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
+    bank.refused(&[reopen], &[&a], 0, err(WrongOwner), &w).await;
+}

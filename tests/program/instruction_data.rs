@@ -1,0 +1,218 @@
+//! Instruction data: the exact wire bytes, and every truncated, over-long or unknown encoding
+//! refused with InvalidInstructionData (by the decoder and in the bank), never a panic.
+
+use crate::harness::*;
+use curta_program::instruction::{self as ix, CurtaInstruction};
+use curta_tests::{tiny_sections, Rng};
+use solana_instruction::error::InstructionError;
+use solana_instruction::Instruction;
+use solana_pubkey::Pubkey;
+use solana_sdk::program_error::ProgramError;
+
+fn every_kind() -> Vec<CurtaInstruction> {
+    vec![
+        CurtaInstruction::CreateModel {
+            weights_hash: [3; 32],
+            section_lengths: vec![4_096, 70_000, 5],
+        },
+        CurtaInstruction::InitWeightAccount { section: 17 },
+        CurtaInstruction::Write {
+            offset: 123_456,
+            bytes: (0..=255).collect(),
+        },
+        CurtaInstruction::Seal {
+            pass: 2,
+            chunk: 161,
+        },
+        CurtaInstruction::Reopen,
+        CurtaInstruction::Close,
+    ]
+}
+
+#[test]
+fn wire_bytes_as_documented() {
+    // docs/program.md: tag, then little-endian fields; a Vec is a u32 count then its items.
+    let write = CurtaInstruction::Write {
+        offset: 0x0403_0201,
+        bytes: vec![9, 8],
+    };
+    assert_eq!(write.pack(), [2, 1, 2, 3, 4, 2, 0, 0, 0, 9, 8]);
+    assert_eq!(
+        CurtaInstruction::Seal {
+            pass: 1,
+            chunk: 0x0102
+        }
+        .pack(),
+        [3, 1, 0, 0, 0, 2, 1, 0, 0]
+    );
+    assert_eq!(
+        CurtaInstruction::InitWeightAccount { section: 5 }.pack(),
+        [1, 5]
+    );
+    assert_eq!(CurtaInstruction::Reopen.pack(), [4]);
+    assert_eq!(CurtaInstruction::Close.pack(), [5]);
+    let create = CurtaInstruction::CreateModel {
+        weights_hash: [0xaa; 32],
+        section_lengths: vec![1, 0x0100],
+    };
+    let mut expected = vec![0];
+    expected.extend([0xaa; 32]);
+    expected.extend([2, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0]);
+    assert_eq!(create.pack(), expected);
+}
+
+#[test]
+fn decoder_refuses_truncated_trailing_and_unknown() {
+    for kind in every_kind() {
+        let bytes = kind.pack();
+        assert_eq!(CurtaInstruction::unpack(&bytes), Ok(kind.clone()));
+        for len in 0..bytes.len() {
+            assert_eq!(
+                CurtaInstruction::unpack(&bytes[..len]),
+                Err(ProgramError::InvalidInstructionData),
+                "{kind:?} cut to {len}"
+            );
+        }
+        for extra in [0u8, 1, 0xff] {
+            let mut long = bytes.clone();
+            long.push(extra);
+            assert_eq!(
+                CurtaInstruction::unpack(&long),
+                Err(ProgramError::InvalidInstructionData),
+                "{kind:?} + {extra}"
+            );
+        }
+    }
+    for tag in 6..=255u8 {
+        assert_eq!(
+            CurtaInstruction::unpack(&[tag]),
+            Err(ProgramError::InvalidInstructionData)
+        );
+        assert_eq!(
+            CurtaInstruction::unpack(&[tag, 0, 0, 0, 0]),
+            Err(ProgramError::InvalidInstructionData)
+        );
+    }
+    // A Vec whose count claims more than the data holds (up to u32::MAX) fails without
+    // allocating it.
+    for count in [3u32, 1_019, 1 << 20, u32::MAX] {
+        let mut data = vec![2, 0, 0, 0, 0];
+        data.extend(count.to_le_bytes());
+        data.extend([1, 2]);
+        assert_eq!(
+            CurtaInstruction::unpack(&data),
+            Err(ProgramError::InvalidInstructionData)
+        );
+        let mut data = vec![0];
+        data.extend([0; 32]);
+        data.extend(count.to_le_bytes());
+        assert_eq!(
+            CurtaInstruction::unpack(&data),
+            Err(ProgramError::InvalidInstructionData)
+        );
+    }
+    // Seeded garbage: decodes or is refused, never panics; whatever decodes re-encodes to the
+    // same bytes (the encoding is canonical).
+    let mut rng = Rng::new(77);
+    for _ in 0..20_000 {
+        let len = rng.below(48) as usize;
+        let mut data = rng.bytes(len);
+        if !data.is_empty() {
+            data[0] %= 8;
+        }
+        if let Ok(decoded) = CurtaInstruction::unpack(&data) {
+            assert_eq!(decoded.pack(), data);
+        }
+    }
+}
+
+#[tokio::test]
+async fn bank_refuses_garbage_truncated_and_over_long_data() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let p = written(&mut bank, tiny_sections(10_000, 31)).await;
+    let w = p.accounts();
+    let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, 8, &[1, 2, 3]);
+    let seal = ix::seal(&PROGRAM, &p.model, &p.weights[0], 0, 0);
+    let with_data = |i: &Instruction, data: Vec<u8>| Instruction { data, ..i.clone() };
+    let bad = InstructionError::InvalidInstructionData;
+
+    bank.refused(&[with_data(&write, vec![])], &[&a], 0, bad.clone(), &w)
+        .await;
+    for tag in [6u8, 7, 0x80, 0xff] {
+        bank.refused(
+            &[with_data(&write, vec![tag, 8, 0, 0, 0])],
+            &[&a],
+            0,
+            bad.clone(),
+            &w,
+        )
+        .await;
+    }
+    let bytes = write.data.clone();
+    for len in [1, 4, 5, 8, bytes.len() - 1] {
+        bank.refused(
+            &[with_data(&write, bytes[..len].to_vec())],
+            &[&a],
+            0,
+            bad.clone(),
+            &w,
+        )
+        .await;
+    }
+    let mut long = bytes.clone();
+    long.push(0);
+    bank.refused(&[with_data(&write, long)], &[&a], 0, bad.clone(), &w)
+        .await;
+    let mut long = seal.data.clone();
+    long.extend([0; 4]);
+    bank.refused(&[with_data(&seal, long)], &[], 0, bad.clone(), &w)
+        .await;
+    bank.refused(
+        &[with_data(&seal, seal.data[..8].to_vec())],
+        &[],
+        0,
+        bad.clone(),
+        &w,
+    )
+    .await;
+    // Seeded garbage of every length up to 64.
+    let mut rng = Rng::new(5);
+    for len in 0..64 {
+        let mut data = rng.bytes(len);
+        if !data.is_empty() {
+            data[0] = 6 + (data[0] % 250);
+        }
+        bank.refused(&[with_data(&seal, data)], &[], 0, bad.clone(), &w)
+            .await;
+    }
+    // Too few or too many accounts for a well-formed instruction.
+    let mut short = write.clone();
+    short.accounts.pop();
+    bank.refused(
+        &[short],
+        &[],
+        0,
+        custom(curta_program::error::CurtaError::WrongAccountCount),
+        &w,
+    )
+    .await;
+    let mut extra = seal.clone();
+    extra
+        .accounts
+        .push(solana_instruction::AccountMeta::new_readonly(
+            Pubkey::new_unique(),
+            false,
+        ));
+    bank.refused(
+        &[extra],
+        &[],
+        0,
+        custom(curta_program::error::CurtaError::WrongAccountCount),
+        &w,
+    )
+    .await;
+    // The well-formed instructions still work afterwards.
+    bank.send(&[write], &[&a]).await.unwrap();
+    bank.send(&[seal], &[]).await.unwrap();
+}
