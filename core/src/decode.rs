@@ -51,7 +51,10 @@ pub fn decode(file: &[u8]) -> Result<Artifact<'_>, FormatError> {
     let last = metadata.section(metadata.section_count() - 1);
     let sections_end = last.offset + last.length;
     if sections_end != file.len() as u64 {
-        return Err(FormatError::FileLength { sections_end, file_length: file.len() as u64 });
+        return Err(FormatError::FileLength {
+            sections_end,
+            file_length: file.len() as u64,
+        });
     }
     debug_assert!(metadata.section_count() <= MAX_SECTIONS);
     Ok(Artifact { file, metadata })
@@ -90,7 +93,10 @@ impl<'a> Artifact<'a> {
         let descriptor = self.metadata.matrix(i);
         let section = self.section(descriptor.section as usize);
         let start = descriptor.offset as usize;
-        Matrix { descriptor, bytes: &section[start..start + descriptor.byte_len() as usize] }
+        Matrix {
+            descriptor,
+            bytes: &section[start..start + descriptor.byte_len() as usize],
+        }
     }
 }
 
@@ -102,9 +108,16 @@ impl<'a> Matrix<'a> {
 
     /// Row `r`. Panics if `r >= rows`.
     pub fn row(&self, r: u32) -> Row<'a> {
-        assert!(r < self.descriptor.rows, "row {r} of {}", self.descriptor.rows);
+        assert!(
+            r < self.descriptor.rows,
+            "row {r} of {}",
+            self.descriptor.rows
+        );
         let len = self.descriptor.row_bytes as usize;
         let row = &self.bytes[r as usize * len..(r as usize + 1) * len];
-        Row { scale: u32_at(row, 0), weights: &row[8..8 + self.descriptor.columns as usize] }
+        Row {
+            scale: u32_at(row, 0),
+            weights: &row[8..8 + self.descriptor.columns as usize],
+        }
     }
 }

@@ -5,16 +5,31 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
     #[error("{what} is truncated: it needs {needed} bytes at offset {offset}, but only {available} are there")]
-    Truncated { what: &'static str, offset: u64, needed: u64, available: u64 },
+    Truncated {
+        what: &'static str,
+        offset: u64,
+        needed: u64,
+        available: u64,
+    },
 
     #[error("wrong tag at byte 0: expected \"CURTAW01\", found {found:02x?}")]
     BadTag { found: [u8; 8] },
 
     #[error("header field {field} is {value}, expected {min} to {max}")]
-    FieldOutOfRange { field: &'static str, value: u64, min: u64, max: u64 },
+    FieldOutOfRange {
+        field: &'static str,
+        value: u64,
+        min: u64,
+        max: u64,
+    },
 
     #[error("header field {field} is {value}, which does not divide {of} ({of_value})")]
-    NotADivisor { field: &'static str, value: u32, of: &'static str, of_value: u32 },
+    NotADivisor {
+        field: &'static str,
+        value: u32,
+        of: &'static str,
+        of_value: u32,
+    },
 
     #[error("head size (dimension / heads) is {head_size}, expected an even number up to 64")]
     HeadSize { head_size: u32 },
@@ -23,10 +38,21 @@ pub enum FormatError {
     SectionCount { found: u64, expected: u64 },
 
     #[error("section {section} (section table byte {entry}): offset is {found}, expected {expected} (where the previous section ends)")]
-    SectionOffset { section: usize, entry: usize, found: u64, expected: u64 },
+    SectionOffset {
+        section: usize,
+        entry: usize,
+        found: u64,
+        expected: u64,
+    },
 
     #[error("section {section} (section table byte {entry}): length is {length}, expected {min} to {max}")]
-    SectionLength { section: usize, entry: usize, length: u64, min: u64, max: u64 },
+    SectionLength {
+        section: usize,
+        entry: usize,
+        length: u64,
+        min: u64,
+        max: u64,
+    },
 
     #[error("the sections do not tile the file: the section table ends at byte {sections_end}, the file is {file_length} bytes")]
     FileLength { sections_end: u64, file_length: u64 },
@@ -35,20 +61,56 @@ pub enum FormatError {
     SectionZeroLength { found: u64, expected: u64 },
 
     #[error("{block} (offset at header byte {field}) starts at {offset}, expected {min} or later")]
-    BlockOffset { block: &'static str, field: usize, offset: u64, min: u64 },
+    BlockOffset {
+        block: &'static str,
+        field: usize,
+        offset: u64,
+        min: u64,
+    },
 
     #[error("{block} ({length} bytes at offset {offset}) runs past {limit}, where {next} begins")]
-    BlockOverlap { block: &'static str, offset: u64, length: u64, limit: u64, next: &'static str },
+    BlockOverlap {
+        block: &'static str,
+        offset: u64,
+        length: u64,
+        limit: u64,
+        next: &'static str,
+    },
 
-    #[error("matrix descriptor {index} ({name}, at byte {at}): {field} is {found}, expected {expected}")]
-    Descriptor { index: usize, name: &'static str, at: usize, field: &'static str, found: u64, expected: u64 },
+    #[error(
+        "matrix descriptor {index} ({name}, at byte {at}): {field} is {found}, expected {expected}"
+    )]
+    Descriptor {
+        index: usize,
+        name: &'static str,
+        at: usize,
+        field: &'static str,
+        found: u64,
+        expected: u64,
+    },
 
     #[error("matrix descriptor {index} ({name}): offset {offset} is not a multiple of eight")]
-    Misaligned { index: usize, name: &'static str, offset: u64 },
+    Misaligned {
+        index: usize,
+        name: &'static str,
+        offset: u64,
+    },
 
     #[error("matrix descriptor {index} ({name}): bytes {offset}..{end} are out of bounds of section {section} ({section_length} bytes)")]
-    DescriptorOutOfBounds { index: usize, name: &'static str, section: u32, offset: u64, end: u64, section_length: u64 },
+    DescriptorOutOfBounds {
+        index: usize,
+        name: &'static str,
+        section: u32,
+        offset: u64,
+        end: u64,
+        section_length: u64,
+    },
 
     #[error("token {id}: {length} bytes at offset {offset} are out of bounds (section zero is {section_length} bytes, a token at most 128)")]
-    TokenOutOfBounds { id: u32, offset: u64, length: u64, section_length: u64 },
+    TokenOutOfBounds {
+        id: u32,
+        offset: u64,
+        length: u64,
+        section_length: u64,
+    },
 }

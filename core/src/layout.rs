@@ -73,7 +73,12 @@ pub const LAYER_MATRICES: [&str; 7] = [
 
 fn check_range(field: &'static str, value: u32, min: u32, max: u32) -> Result<(), FormatError> {
     if value < min || value > max {
-        return Err(FormatError::FieldOutOfRange { field, value: value as u64, min: min as u64, max: max as u64 });
+        return Err(FormatError::FieldOutOfRange {
+            field,
+            value: value as u64,
+            min: min as u64,
+            max: max as u64,
+        });
     }
     Ok(())
 }
@@ -87,7 +92,12 @@ impl Config {
         check_range("layers", self.layers, 1, 16)?;
         check_range("heads", self.heads, 1, 16)?;
         if !self.dim.is_multiple_of(self.heads) {
-            return Err(FormatError::NotADivisor { field: "heads", value: self.heads, of: "dimension", of_value: self.dim });
+            return Err(FormatError::NotADivisor {
+                field: "heads",
+                value: self.heads,
+                of: "dimension",
+                of_value: self.dim,
+            });
         }
         check_range("key and value heads", self.kv_heads, 1, self.heads)?;
         if !self.heads.is_multiple_of(self.kv_heads) {
@@ -124,7 +134,11 @@ impl Config {
 
     /// d × v + L × (2 × d × d + 2 × d × k + 3 × d × h): the embedding counted once.
     pub fn weight_count(&self) -> u64 {
-        let (d, h, k) = (self.dim as u64, self.hidden_dim as u64, self.kv_dim() as u64);
+        let (d, h, k) = (
+            self.dim as u64,
+            self.hidden_dim as u64,
+            self.kv_dim() as u64,
+        );
         d * self.vocab_size as u64 + self.layers as u64 * (2 * d * d + 2 * d * k + 3 * d * h)
     }
 

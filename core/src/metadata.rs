@@ -109,7 +109,10 @@ impl<'a> Metadata<'a> {
             });
         }
         if section_count != config.section_count() as u64 {
-            return Err(FormatError::SectionCount { found: section_count, expected: config.section_count() as u64 });
+            return Err(FormatError::SectionCount {
+                found: section_count,
+                expected: config.section_count() as u64,
+            });
         }
         let metadata = Metadata {
             bytes,
@@ -139,7 +142,12 @@ impl<'a> Metadata<'a> {
             let entry = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * i;
             let section = self.section(i);
             if section.offset != expected_offset {
-                return Err(FormatError::SectionOffset { section: i, entry, found: section.offset, expected: expected_offset });
+                return Err(FormatError::SectionOffset {
+                    section: i,
+                    entry,
+                    found: section.offset,
+                    expected: expected_offset,
+                });
             }
             let min = if i == 0 { HEADER_LEN as u64 } else { 1 };
             if section.length < min || section.length > MAX_SECTION_LEN as u64 {
@@ -155,7 +163,10 @@ impl<'a> Metadata<'a> {
         }
         let length = self.section(0).length;
         if length != self.bytes.len() as u64 {
-            return Err(FormatError::SectionZeroLength { found: self.bytes.len() as u64, expected: length });
+            return Err(FormatError::SectionZeroLength {
+                found: self.bytes.len() as u64,
+                expected: length,
+            });
         }
         Ok(())
     }
@@ -167,19 +178,59 @@ impl<'a> Metadata<'a> {
         let b = &self.blocks;
         let v = c.vocab_size as u64;
         let blocks: [(&'static str, usize, u32, u64); 7] = [
-            ("normalization coefficients", field::NORM_OFFSET, b.norm, 4 * c.norm_len() as u64),
-            ("rotary coefficients", field::ROTARY_OFFSET, b.rotary, 4 * c.rotary_len() as u64),
-            ("exponential table", field::EXP_OFFSET, b.exp, 4 * EXP_TABLE_LEN as u64),
-            ("SiLU table", field::SILU_OFFSET, b.silu, 4 * SILU_TABLE_LEN as u64),
-            ("tokenizer entries", field::TOKEN_ENTRIES_OFFSET, b.token_entries, TOKEN_ENTRY_LEN as u64 * v),
-            ("sorted token ids", field::SORTED_IDS_OFFSET, b.sorted_ids, 4 * v),
-            ("token strings", field::TOKEN_STRINGS_OFFSET, b.token_strings, 0),
+            (
+                "normalization coefficients",
+                field::NORM_OFFSET,
+                b.norm,
+                4 * c.norm_len() as u64,
+            ),
+            (
+                "rotary coefficients",
+                field::ROTARY_OFFSET,
+                b.rotary,
+                4 * c.rotary_len() as u64,
+            ),
+            (
+                "exponential table",
+                field::EXP_OFFSET,
+                b.exp,
+                4 * EXP_TABLE_LEN as u64,
+            ),
+            (
+                "SiLU table",
+                field::SILU_OFFSET,
+                b.silu,
+                4 * SILU_TABLE_LEN as u64,
+            ),
+            (
+                "tokenizer entries",
+                field::TOKEN_ENTRIES_OFFSET,
+                b.token_entries,
+                TOKEN_ENTRY_LEN as u64 * v,
+            ),
+            (
+                "sorted token ids",
+                field::SORTED_IDS_OFFSET,
+                b.sorted_ids,
+                4 * v,
+            ),
+            (
+                "token strings",
+                field::TOKEN_STRINGS_OFFSET,
+                b.token_strings,
+                0,
+            ),
         ];
         let mut min = HEADER_LEN as u64;
         for (i, &(block, field, offset, length)) in blocks.iter().enumerate() {
             let offset = offset as u64;
             if offset < min {
-                return Err(FormatError::BlockOffset { block, field, offset, min });
+                return Err(FormatError::BlockOffset {
+                    block,
+                    field,
+                    offset,
+                    min,
+                });
             }
             let (limit, next) = match blocks.get(i + 1) {
                 Some(&(next, _, next_offset, _)) => (next_offset as u64, next),
@@ -187,7 +238,13 @@ impl<'a> Metadata<'a> {
             };
             let limit = limit.min(self.bytes.len() as u64);
             if offset + length > limit {
-                return Err(FormatError::BlockOverlap { block, offset, length, limit, next });
+                return Err(FormatError::BlockOverlap {
+                    block,
+                    offset,
+                    length,
+                    limit,
+                    next,
+                });
             }
             min = offset + length;
         }
@@ -203,18 +260,39 @@ impl<'a> Metadata<'a> {
             let d = self.matrix(index);
             let (rows, columns) = self.config.matrix_shape(index);
             let checks: [(&'static str, usize, u64, u64); 4] = [
-                ("section", at, d.section as u64, self.config.matrix_section(index) as u64),
+                (
+                    "section",
+                    at,
+                    d.section as u64,
+                    self.config.matrix_section(index) as u64,
+                ),
                 ("columns", at + 4, d.columns as u64, columns as u64),
                 ("rows", at + 8, d.rows as u64, rows as u64),
-                ("row length", at + 12, d.row_bytes as u64, row_length(columns) as u64),
+                (
+                    "row length",
+                    at + 12,
+                    d.row_bytes as u64,
+                    row_length(columns) as u64,
+                ),
             ];
             for (field, at, found, expected) in checks {
                 if found != expected {
-                    return Err(FormatError::Descriptor { index, name, at, field, found, expected });
+                    return Err(FormatError::Descriptor {
+                        index,
+                        name,
+                        at,
+                        field,
+                        found,
+                        expected,
+                    });
                 }
             }
             if !d.offset.is_multiple_of(8) {
-                return Err(FormatError::Misaligned { index, name, offset: d.offset });
+                return Err(FormatError::Misaligned {
+                    index,
+                    name,
+                    offset: d.offset,
+                });
             }
             let section_length = self.section(d.section as usize).length;
             let end = d.offset.saturating_add(d.byte_len());
@@ -256,9 +334,16 @@ impl<'a> Metadata<'a> {
 
     /// Section table entry `i`. Panics if `i >= section_count()`.
     pub fn section(&self, i: usize) -> SectionEntry {
-        assert!(i < self.section_count, "section {i} of {}", self.section_count);
+        assert!(
+            i < self.section_count,
+            "section {i} of {}",
+            self.section_count
+        );
         let at = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * i;
-        SectionEntry { offset: u64_at(self.bytes, at), length: u64_at(self.bytes, at + 8) }
+        SectionEntry {
+            offset: u64_at(self.bytes, at),
+            length: u64_at(self.bytes, at + 8),
+        }
     }
 
     pub fn sections(&self) -> impl Iterator<Item = SectionEntry> + 'a {
@@ -272,7 +357,11 @@ impl<'a> Metadata<'a> {
 
     /// Matrix descriptor `i`. Panics if `i >= matrix_count()`.
     pub fn matrix(&self, i: usize) -> MatrixDescriptor {
-        assert!(i < self.matrix_count(), "matrix {i} of {}", self.matrix_count());
+        assert!(
+            i < self.matrix_count(),
+            "matrix {i} of {}",
+            self.matrix_count()
+        );
         let at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * i;
         MatrixDescriptor {
             section: u32_at(self.bytes, at),
@@ -317,7 +406,11 @@ impl<'a> Metadata<'a> {
     /// Tokenizer entry `id`. Panics if `id >= vocab_size`.
     pub fn token(&self, id: u32) -> TokenEntry {
         let at = self.blocks.token_entries as usize + TOKEN_ENTRY_LEN * id as usize;
-        assert!(id < self.config.vocab_size, "token {id} of {}", self.config.vocab_size);
+        assert!(
+            id < self.config.vocab_size,
+            "token {id} of {}",
+            self.config.vocab_size
+        );
         TokenEntry {
             score_key: u32_at(self.bytes, at),
             length: u32_at(self.bytes, at + 4),
@@ -331,13 +424,22 @@ impl<'a> Metadata<'a> {
         let (offset, length) = (entry.offset as u64, entry.length as u64);
         let section_length = self.bytes.len() as u64;
         if length > MAX_TOKEN_LEN as u64 || offset + length > section_length {
-            return Err(FormatError::TokenOutOfBounds { id, offset, length, section_length });
+            return Err(FormatError::TokenOutOfBounds {
+                id,
+                offset,
+                length,
+                section_length,
+            });
         }
         Ok(&self.bytes[offset as usize..(offset + length) as usize])
     }
 
     /// Entry `i` of the sorted token ids. Panics if `i >= vocab_size`.
     pub fn sorted_id(&self, i: u32) -> u32 {
-        self.word(self.blocks.sorted_ids, self.config.vocab_size as usize, i as usize)
+        self.word(
+            self.blocks.sorted_ids,
+            self.config.vocab_size as usize,
+            i as usize,
+        )
     }
 }

@@ -1,0 +1,120 @@
+//! Synthetic llama2.c files from a seed, for tests and benchmarks: a checkpoint of any shape
+//! (weights uniform in [-0.5, 0.5), normalization weights in [0.5, 1.5)) and a tokenizer of
+//! any vocabulary. The same seed gives the same bytes on every machine.
+
+use crate::Config;
+
+/// SplitMix64: small, fast and fully specified.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1), 24 random bits (exact in f32).
+    pub fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u32 << 24) as f32
+    }
+}
+
+/// A checkpoint of shape `config`, the classifier shared (`tied`, positive vocabulary) or
+/// its own tensor (negative vocabulary).
+pub fn checkpoint(config: &Config, tied: bool, seed: u64) -> Vec<u8> {
+    let c = config;
+    let (d, h, k, l, v) = (
+        c.dim as usize,
+        c.hidden_dim as usize,
+        c.kv_dim() as usize,
+        c.layers as usize,
+        c.vocab_size as usize,
+    );
+    let vocab = if tied {
+        c.vocab_size as i32
+    } else {
+        -(c.vocab_size as i32)
+    };
+    let header = [
+        c.dim as i32,
+        c.hidden_dim as i32,
+        c.layers as i32,
+        c.heads as i32,
+        c.kv_heads as i32,
+        vocab,
+        c.context_length as i32,
+    ];
+    // (float count, is a normalization tensor) in file order.
+    let tensors = [
+        (v * d, false),
+        (l * d, true),
+        (l * d * d, false),
+        (l * k * d, false),
+        (l * k * d, false),
+        (l * d * d, false),
+        (l * d, true),
+        (l * h * d, false),
+        (l * d * h, false),
+        (l * h * d, false),
+        (d, true),
+        (c.context_length as usize * c.head_size() as usize, false),
+        (if tied { 0 } else { v * d }, false),
+    ];
+    let floats: usize = tensors.iter().map(|t| t.0).sum();
+    let mut out = Vec::with_capacity(28 + 4 * floats);
+    for field in header {
+        out.extend_from_slice(&field.to_le_bytes());
+    }
+    let mut rng = Rng::new(seed);
+    for (len, norm) in tensors {
+        for _ in 0..len {
+            let x = if norm {
+                0.5 + rng.unit()
+            } else {
+                rng.unit() - 0.5
+            };
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// A tokenizer of `vocab_size` tokens (at least 259): `<unk>`, `<s>`, `</s>`, the 256 byte
+/// tokens `<0xXX>`, then random lowercase pieces of 1 to 12 bytes, some with a leading space.
+pub fn tokenizer(vocab_size: u32, seed: u64) -> Vec<u8> {
+    let mut rng = Rng::new(seed);
+    let mut tokens: Vec<(f32, Vec<u8>)> = vec![
+        (0.0, b"<unk>".to_vec()),
+        (0.0, b"<s>".to_vec()),
+        (0.0, b"</s>".to_vec()),
+    ];
+    for byte in 0..=255u8 {
+        tokens.push((0.0, format!("<0x{byte:02X}>").into_bytes()));
+    }
+    while tokens.len() < vocab_size as usize {
+        let len = 1 + (rng.next_u64() % 12) as usize;
+        let mut piece: Vec<u8> = (0..len)
+            .map(|_| b'a' + (rng.next_u64() % 26) as u8)
+            .collect();
+        if rng.next_u64().is_multiple_of(2) {
+            piece[0] = b' ';
+        }
+        tokens.push((-1000.0 * rng.unit(), piece));
+    }
+    tokens.truncate(vocab_size as usize);
+    let max = tokens.iter().map(|t| t.1.len()).max().unwrap_or(0) as u32;
+    let mut out = max.to_le_bytes().to_vec();
+    for (score, bytes) in tokens {
+        out.extend_from_slice(&score.to_le_bytes());
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}

@@ -1,0 +1,145 @@
+//! decode on damaged artifacts: wrong tag, truncated, sections that do not tile the file,
+//! descriptors out of bounds or misaligned. Each error says where and what.
+
+mod common;
+use common::*;
+use curta_core::{decode, FormatError};
+
+fn artifact() -> Vec<u8> {
+    curta_core::convert::convert(&read_model("stories260K.bin"), &read_model("tok512.bin")).unwrap()
+}
+
+fn put64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+#[test]
+fn wrong_tag() {
+    let mut a = artifact();
+    a[7] = b'2';
+    assert_eq!(
+        decode(&a).unwrap_err(),
+        FormatError::BadTag {
+            found: *b"CURTAW02"
+        }
+    );
+}
+
+#[test]
+fn truncated() {
+    let a = artifact();
+    let zero = u64le(&a, 136);
+    let len = a.len() as u64;
+    // Inside section one: the sections run past the file.
+    assert_eq!(
+        decode(&a[..a.len() - 1]).unwrap_err(),
+        FormatError::FileLength {
+            sections_end: len,
+            file_length: len - 1
+        }
+    );
+    // Inside section zero.
+    let cut = &a[..zero as usize - 8];
+    let expected = FormatError::Truncated {
+        what: "section zero",
+        offset: 0,
+        needed: zero,
+        available: zero - 8,
+    };
+    assert_eq!(decode(cut).unwrap_err(), expected);
+    // Inside the header.
+    let expected = FormatError::Truncated {
+        what: "the artifact's header",
+        offset: 0,
+        needed: 4096,
+        available: 100,
+    };
+    assert_eq!(decode(&a[..100]).unwrap_err(), expected);
+}
+
+#[test]
+fn sections_that_do_not_tile_the_file() {
+    let a = artifact();
+    let len = a.len() as u64;
+    let mut long = a.clone();
+    long.extend_from_slice(&[0; 8]);
+    assert_eq!(
+        decode(&long).unwrap_err(),
+        FormatError::FileLength {
+            sections_end: len,
+            file_length: len + 8
+        }
+    );
+    // Section one starting 8 bytes late (a gap).
+    let mut gap = a.clone();
+    let zero = u64le(&a, 136);
+    put64(&mut gap, 144, zero + 8);
+    let expected = FormatError::SectionOffset {
+        section: 1,
+        entry: 144,
+        found: zero + 8,
+        expected: zero,
+    };
+    assert_eq!(decode(&gap).unwrap_err(), expected);
+    // Section one claiming 8 bytes more than the file has.
+    let mut over = a.clone();
+    let one = u64le(&a, 152);
+    put64(&mut over, 152, one + 8);
+    assert_eq!(
+        decode(&over).unwrap_err(),
+        FormatError::FileLength {
+            sections_end: len + 8,
+            file_length: len
+        }
+    );
+}
+
+#[test]
+fn descriptors_out_of_bounds() {
+    let a = artifact();
+    let one = u64le(&a, 152);
+    // The last matrix (up, layer 4: 172 rows of 72 bytes) moved 8 bytes past its place.
+    let at = 512 + 24 * 36 + 16;
+    let offset = u64le(&a, at);
+    assert_eq!(offset + 172 * 72, one, "the last matrix ends section one");
+    let mut bad = a.clone();
+    put64(&mut bad, at, offset + 8);
+    let expected = FormatError::DescriptorOutOfBounds {
+        index: 36,
+        name: "feed-forward up",
+        section: 1,
+        offset: offset + 8,
+        end: one + 8,
+        section_length: one,
+    };
+    assert_eq!(decode(&bad).unwrap_err(), expected);
+    // A huge offset does not overflow.
+    put64(&mut bad, at, u64::MAX - 7);
+    assert!(matches!(
+        decode(&bad).unwrap_err(),
+        FormatError::DescriptorOutOfBounds { index: 36, .. }
+    ));
+    // Misaligned.
+    let mut bad = a.clone();
+    put64(&mut bad, at, offset - 4);
+    assert_eq!(
+        decode(&bad).unwrap_err(),
+        FormatError::Misaligned {
+            index: 36,
+            name: "feed-forward up",
+            offset: offset - 4
+        }
+    );
+    // Wrong row length.
+    let mut bad = a.clone();
+    bad[512 + 12..512 + 16].copy_from_slice(&80u32.to_le_bytes());
+    let expected = FormatError::Descriptor {
+        index: 0,
+        name: "token embedding",
+        at: 524,
+        field: "row length",
+        found: 80,
+        expected: 72,
+    };
+    assert_eq!(decode(&bad).unwrap_err(), expected);
+}
