@@ -89,6 +89,9 @@ pub enum FormatError {
         expected: u64,
     },
 
+    #[error("header byte 68 (one over the square root of the head size) is {found}, expected {expected}")]
+    InvSqrtHeadSize { found: u32, expected: u32 },
+
     #[error("matrix descriptor {index} ({name}): offset {offset} is not a multiple of eight")]
     Misaligned {
         index: usize,

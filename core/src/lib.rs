@@ -18,4 +18,6 @@ pub use decode::{decode, Artifact, Matrix, Row};
 pub use error::FormatError;
 pub use hash::{chain_chunk, chunk_count, weights_hash, WeightsHasher};
 pub use layout::*;
-pub use metadata::{BlockOffsets, MatrixDescriptor, Metadata, SectionEntry, TokenEntry};
+pub use metadata::{
+    inv_sqrt_head_size, BlockOffsets, MatrixDescriptor, Metadata, SectionEntry, TokenEntry,
+};

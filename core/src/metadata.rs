@@ -69,6 +69,13 @@ pub(crate) fn u64_at(bytes: &[u8], offset: usize) -> u64 {
     u64::from_le_bytes(word)
 }
 
+/// round(2^24 / sqrt(head size)) in integers: n is the nearest integer to sqrt(2^48 / h)
+/// exactly when (2n - 1)^2 <= 2^50 / h < (2n + 1)^2, and no tie can occur for these h.
+pub fn inv_sqrt_head_size(head_size: u32) -> u32 {
+    let s = ((1u64 << 50) / head_size as u64).isqrt();
+    s.div_ceil(2) as u32
+}
+
 impl<'a> Metadata<'a> {
     /// Reads and checks section zero: the tag, the configuration's ranges, the section count
     /// and table, that every block lies past the header and inside section zero in the spec's
@@ -131,6 +138,13 @@ impl<'a> Metadata<'a> {
         metadata.check_sections()?;
         metadata.check_blocks()?;
         metadata.check_descriptors()?;
+        let expected = inv_sqrt_head_size(config.head_size());
+        if metadata.inv_sqrt_head_size() != expected {
+            return Err(FormatError::InvSqrtHeadSize {
+                found: metadata.inv_sqrt_head_size(),
+                expected,
+            });
+        }
         Ok(metadata)
     }
 

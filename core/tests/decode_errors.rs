@@ -143,3 +143,19 @@ fn descriptors_out_of_bounds() {
     };
     assert_eq!(decode(&bad).unwrap_err(), expected);
 }
+
+#[test]
+fn wrong_inv_sqrt_head_size() {
+    // stories260K: dimension 64, 8 heads, head size 8: round(2^24 / sqrt(8)) = 5,931,642
+    // (2^24 / 2.8284271247 = 5931641.6...).
+    let mut a = artifact();
+    assert_eq!(u32::from_le_bytes(a[68..72].try_into().unwrap()), 5_931_642);
+    a[68..72].copy_from_slice(&5_931_641u32.to_le_bytes());
+    assert_eq!(
+        decode(&a).unwrap_err(),
+        FormatError::InvSqrtHeadSize {
+            found: 5_931_641,
+            expected: 5_931_642
+        }
+    );
+}

@@ -85,3 +85,29 @@ pub fn silu_table() -> Vec<i32> {
 pub fn inv_sqrt_head_size(c: &Config) -> u32 {
     (TWO_24 / (c.head_size() as f64).sqrt()).round() as u32
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reader checks header byte 68 in integers (no sqrt in core); both paths must agree
+    /// for every head size the format allows.
+    #[test]
+    fn inv_sqrt_head_size_agrees_with_the_integer_check() {
+        for head_size in (2..=64).step_by(2) {
+            let config = Config {
+                dim: head_size,
+                heads: 1,
+                ..Config::default()
+            };
+            assert_eq!(
+                inv_sqrt_head_size(&config),
+                crate::inv_sqrt_head_size(head_size),
+                "head size {head_size}"
+            );
+        }
+        // Two values by hand: 2^24 / sqrt(4) = 2^23, 2^24 / sqrt(64) = 2^21.
+        assert_eq!(crate::inv_sqrt_head_size(4), 1 << 23);
+        assert_eq!(crate::inv_sqrt_head_size(64), 1 << 21);
+    }
+}
