@@ -12,7 +12,10 @@ pub enum FormatError {
         available: u64,
     },
 
-    #[error("wrong tag at byte 0: expected \"CURTAW01\", found {found:02x?}")]
+    #[error(
+        "wrong tag at byte 0: expected \"CURTAW01\", found \"{}\"",
+        crate::error::Escaped(found)
+    )]
     BadTag { found: [u8; 8] },
 
     #[error("header field {field} is {value}, expected {min} to {max}")]
@@ -109,11 +112,35 @@ pub enum FormatError {
         section_length: u64,
     },
 
-    #[error("token {id}: {length} bytes at offset {offset} are out of bounds (section zero is {section_length} bytes, a token at most 128)")]
+    #[error("token {id}: {length} bytes at offset {offset} are not inside the token strings (bytes {strings}..{section_length} of section zero) or are over 128")]
     TokenOutOfBounds {
         id: u32,
         offset: u64,
         length: u64,
+        strings: u64,
         section_length: u64,
     },
+
+    #[error(
+        "sorted token id {index} is {id}, expected a token id below the vocabulary ({vocab_size})"
+    )]
+    SortedIdOutOfRange {
+        index: u32,
+        id: u32,
+        vocab_size: u32,
+    },
+
+    #[error("header byte {offset} is {found:#04x}, expected zero (bytes the header's tables leave out are zero)")]
+    ReservedNotZero { offset: usize, found: u8 },
+}
+
+/// Bytes shown as an ASCII string with escapes, e.g. "CURTAW\x00\x01".
+pub(crate) struct Escaped<'a>(pub &'a [u8]);
+
+impl core::fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.0
+            .iter()
+            .try_for_each(|&b| write!(f, "{}", core::ascii::escape_default(b)))
+    }
 }

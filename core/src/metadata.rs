@@ -135,6 +135,7 @@ impl<'a> Metadata<'a> {
             },
             section_count: section_count as usize,
         };
+        metadata.check_reserved_zero()?;
         metadata.check_sections()?;
         metadata.check_blocks()?;
         metadata.check_descriptors()?;
@@ -146,6 +147,27 @@ impl<'a> Metadata<'a> {
             });
         }
         Ok(metadata)
+    }
+
+    /// D9: header bytes the spec's tables leave out are zero: 72 to 128, the section table
+    /// past the section count, the matrix table past the matrix count.
+    fn check_reserved_zero(&self) -> Result<(), FormatError> {
+        let sections_end = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * self.section_count;
+        let matrices_end = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * self.config.matrix_count();
+        let reserved = [
+            (field::INV_SQRT_HEAD_SIZE + 4, SECTION_TABLE_OFFSET),
+            (sections_end, MATRIX_TABLE_OFFSET),
+            (matrices_end, HEADER_LEN),
+        ];
+        for (start, end) in reserved {
+            if let Some(i) = self.bytes[start..end].iter().position(|&b| b != 0) {
+                return Err(FormatError::ReservedNotZero {
+                    offset: start + i,
+                    found: self.bytes[start + i],
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Section zero starts at zero, each section starts where the one before ends, each is
@@ -432,28 +454,38 @@ impl<'a> Metadata<'a> {
         }
     }
 
-    /// The bytes of token `id`, checked against section zero and the 128-byte limit.
+    /// The bytes of token `id`, checked to lie in the token strings and within 128 bytes.
     pub fn token_bytes(&self, id: u32) -> Result<&'a [u8], FormatError> {
         let entry = self.token(id);
         let (offset, length) = (entry.offset as u64, entry.length as u64);
         let section_length = self.bytes.len() as u64;
-        if length > MAX_TOKEN_LEN as u64 || offset + length > section_length {
+        if length > MAX_TOKEN_LEN as u64
+            || offset < self.blocks.token_strings as u64
+            || offset + length > section_length
+        {
             return Err(FormatError::TokenOutOfBounds {
                 id,
                 offset,
                 length,
+                strings: self.blocks.token_strings as u64,
                 section_length,
             });
         }
         Ok(&self.bytes[offset as usize..(offset + length) as usize])
     }
 
-    /// Entry `i` of the sorted token ids. Panics if `i >= vocab_size`.
-    pub fn sorted_id(&self, i: u32) -> u32 {
-        self.word(
-            self.blocks.sorted_ids,
-            self.config.vocab_size as usize,
-            i as usize,
-        )
+    /// Entry `i` of the sorted token ids, checked to be a token id, so that
+    /// `token(sorted_id(i)?)` cannot panic on a crafted file. Panics if `i >= vocab_size`.
+    pub fn sorted_id(&self, i: u32) -> Result<u32, FormatError> {
+        let vocab_size = self.config.vocab_size;
+        let id = self.word(self.blocks.sorted_ids, vocab_size as usize, i as usize);
+        if id >= vocab_size {
+            return Err(FormatError::SortedIdOutOfRange {
+                index: i,
+                id,
+                vocab_size,
+            });
+        }
+        Ok(id)
     }
 }

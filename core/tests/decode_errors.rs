@@ -159,3 +159,72 @@ fn wrong_inv_sqrt_head_size() {
         }
     );
 }
+
+#[test]
+fn wrong_tag_message_shows_the_bytes_as_text() {
+    let mut a = artifact();
+    a[6] = 0;
+    let message = decode(&a).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        r#"wrong tag at byte 0: expected "CURTAW01", found "CURTAW\x001""#
+    );
+}
+
+#[test]
+fn reserved_header_bytes_must_be_zero() {
+    let base = artifact();
+    // stories260K: 2 sections (table ends at 128 + 32 = 160), 2 + 7 x 5 = 37 matrices
+    // (table ends at 512 + 24 x 37 = 1,400).
+    for (offset, value) in [
+        (72usize, 1u8),
+        (127, 0xff),
+        (160, 2),
+        (511, 3),
+        (1400, 4),
+        (4095, 5),
+    ] {
+        let mut a = base.clone();
+        a[offset] = value;
+        assert_eq!(
+            decode(&a).unwrap_err(),
+            FormatError::ReservedNotZero {
+                offset,
+                found: value
+            },
+            "byte {offset}"
+        );
+    }
+}
+
+#[test]
+fn sorted_ids_and_token_offsets_are_checked_on_access() {
+    let mut a = artifact();
+    let word = |a: &[u8], at: usize| u32::from_le_bytes(a[at..at + 4].try_into().unwrap()) as usize;
+    let (entries, sorted, strings) = (word(&a, 56), word(&a, 60), word(&a, 64));
+    a[sorted + 4 * 7..sorted + 4 * 8].copy_from_slice(&512u32.to_le_bytes());
+    // Token 3's bytes said to start one byte before the token strings.
+    a[entries + 16 * 3 + 8..entries + 16 * 3 + 12]
+        .copy_from_slice(&(strings as u32 - 1).to_le_bytes());
+    let artifact = decode(&a).unwrap();
+    let meta = artifact.metadata();
+    assert_eq!(
+        meta.sorted_id(7),
+        Err(FormatError::SortedIdOutOfRange {
+            index: 7,
+            id: 512,
+            vocab_size: 512
+        })
+    );
+    assert!(meta.sorted_id(6).is_ok());
+    assert_eq!(
+        meta.token_bytes(3),
+        Err(FormatError::TokenOutOfBounds {
+            id: 3,
+            offset: strings as u64 - 1,
+            length: meta.token(3).length as u64,
+            strings: strings as u64,
+            section_length: artifact.section(0).len() as u64,
+        })
+    );
+}

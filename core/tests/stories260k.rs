@@ -108,7 +108,7 @@ fn tokenizer_round_trips() {
         }
     }
     // Sorted ids: a permutation ordered by bytes, then id.
-    let sorted: Vec<u32> = (0..512).map(|i| meta.sorted_id(i)).collect();
+    let sorted: Vec<u32> = (0..512).map(|i| meta.sorted_id(i).unwrap()).collect();
     let mut expected: Vec<u32> = (0..512).collect();
     expected.sort_by(|&a, &b| {
         tokens[a as usize]

@@ -24,7 +24,14 @@ pub struct MappedFile {
 impl MappedFile {
     pub fn open(path: &Path) -> std::io::Result<MappedFile> {
         let file = File::open(path)?;
-        if file.metadata()?.len() == 0 {
+        let metadata = file.metadata()?;
+        if !metadata.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file (a directory or a device)",
+            ));
+        }
+        if metadata.len() == 0 {
             return Ok(MappedFile { map: None });
         }
         // SAFETY: the map is read-only; like every reader of a mapped file we rely on nobody
