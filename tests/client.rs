@@ -1,1 +1,76 @@
+//! The client library on the in-process bank: publish, seal, status, verify, close, under
+//! dropped transactions, expiring blockhashes, aborts, corruption and bad input.
 
+#[path = "client/bad_input.rs"]
+mod bad_input;
+#[path = "client/faults.rs"]
+mod faults;
+#[path = "client/publish.rs"]
+mod publish;
+#[path = "client/repair.rs"]
+mod repair;
+
+use curta_client::{BankTransport, Options, Transport};
+use solana_keypair::Keypair;
+use solana_pubkey::Pubkey;
+use solana_signer::Signer;
+
+/// Silences the bank's per-instruction debug log (unless RUST_LOG asks for it).
+pub fn quiet() {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        if std::env::var_os("RUST_LOG").is_none() {
+            std::env::set_var("RUST_LOG", "error");
+        }
+    });
+}
+
+/// A fresh bank and an authority holding `lamports`.
+pub async fn bank(lamports: u64) -> (BankTransport, Keypair) {
+    quiet();
+    let authority = Keypair::new();
+    let bank = BankTransport::start(&[(authority.pubkey(), lamports)]).await;
+    (bank, authority)
+}
+
+pub fn options() -> Options {
+    Options::default()
+}
+
+pub const SOL: u64 = 1_000_000_000;
+
+pub fn lengths(sections: &[Vec<u8>]) -> Vec<usize> {
+    sections.iter().map(Vec::len).collect()
+}
+
+/// Chunks of 65,536 bytes over all sections (the last chunk of a section may be shorter).
+pub fn total_chunks(sections: &[Vec<u8>]) -> u64 {
+    sections
+        .iter()
+        .map(|s| s.len().div_ceil(65_536) as u64)
+        .sum()
+}
+
+/// The model and seed-derived weight addresses of `authority` for `sections` that hold an
+/// account with lamports.
+pub async fn live_accounts<T: Transport>(
+    t: &T,
+    authority: &Pubkey,
+    weights_hash: &[u8; 32],
+    sections: usize,
+) -> Vec<Pubkey> {
+    let program = curta_program::id();
+    let model = curta_program::state::model_address(&program, authority, weights_hash).0;
+    let mut addresses = vec![model];
+    addresses.extend(
+        (0..sections)
+            .map(|i| curta_program::state::weight_address(&program, authority, &model, i as u8)),
+    );
+    let accounts = t.get_accounts(&addresses).await.unwrap();
+    addresses
+        .into_iter()
+        .zip(accounts)
+        .filter(|(_, a)| a.as_ref().is_some_and(|a| a.lamports > 0))
+        .map(|(k, _)| k)
+        .collect()
+}

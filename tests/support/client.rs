@@ -130,7 +130,10 @@ impl<T: Transport> Transport for Faulty<'_, T> {
                 keep.push(tx.clone());
             }
         }
-        self.forwarded.lock().unwrap().extend(keep.iter().map(|tx| tx.signatures[0]));
+        self.forwarded
+            .lock()
+            .unwrap()
+            .extend(keep.iter().map(|tx| tx.signatures[0]));
         if let Some(n) = self.fail_after_sends.lock().unwrap().as_mut() {
             *n = n.saturating_sub(1);
         }
@@ -148,11 +151,19 @@ impl<T: Transport> Transport for Faulty<'_, T> {
 /// How many of `signatures` landed on the bank (successfully or not): each paid one fee.
 /// Waits until none is still pending in the bank's queue.
 pub async fn landed<T: Transport>(bank: &T, signatures: &[Signature]) -> u64 {
-    let unique: Vec<Signature> = signatures.iter().copied().collect::<HashSet<_>>().into_iter().collect();
+    let unique: Vec<Signature> = signatures
+        .iter()
+        .copied()
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
     let mut count = 0;
     for batch in unique.chunks(256) {
         let statuses = bank.statuses(batch).await.expect("statuses");
-        count += statuses.iter().filter(|s| matches!(s, TxStatus::Landed(_))).count() as u64;
+        count += statuses
+            .iter()
+            .filter(|s| matches!(s, TxStatus::Landed(_)))
+            .count() as u64;
     }
     count
 }

@@ -4,12 +4,20 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod artifact;
+pub mod chain;
+pub mod config;
 
 #[derive(Parser, Debug)]
-#[command(name = "client", version, about = "Publish CURTAW01 model artifacts to Solana and seal them")]
+#[command(
+    name = "client",
+    version,
+    about = "Publish CURTAW01 model artifacts to Solana and seal them"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    #[command(flatten)]
+    pub cluster: config::ClusterArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -20,14 +28,36 @@ pub enum Command {
     Inspect(artifact::InspectArgs),
     /// Print an artifact's weights hash (64 lowercase hex characters)
     Hash(artifact::HashArgs),
+    /// Create the model and weight accounts, write every section (resumable); --seal also seals
+    Publish(chain::PublishArgs),
+    /// Drive sealing to Sealed; with --artifact, repair differing bytes first
+    Seal(chain::SealArgs),
+    /// Show a model's state, sections, seal progress and rent held
+    Status(chain::StatusArgs),
+    /// Compare the weight accounts with an artifact and recompute the hash off chain
+    Verify(chain::VerifyArgs),
+    /// Close an unsealed model and recover its rent
+    Close(chain::CloseArgs),
+    /// Publish and seal on an in-process bank running the real program: cost, transactions, time
+    Rehearse(chain::RehearseArgs),
+    /// Convert the bundled stories260K, rehearse it, verify it and print the report
+    Demo,
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let cluster = cli.cluster;
     let result = match cli.command {
         Command::Convert(args) => artifact::convert(args),
         Command::Inspect(args) => artifact::inspect(args),
         Command::Hash(args) => artifact::hash(args),
+        Command::Publish(args) => chain::publish(args, cluster),
+        Command::Seal(args) => chain::seal(args, cluster),
+        Command::Status(args) => chain::status(args, cluster),
+        Command::Verify(args) => chain::verify(args, cluster),
+        Command::Close(args) => chain::close(args, cluster),
+        Command::Rehearse(args) => chain::rehearse(args, cluster),
+        Command::Demo => chain::demo(cluster),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,199 @@
+//! The chain commands: publish, seal, status, verify, close, rehearse, demo.
+
+use super::config::{ClusterArgs, Output};
+use crate::transport::RpcTransport;
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use solana_pubkey::Pubkey;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+#[derive(Args, Debug)]
+pub struct PublishArgs {
+    /// The CURTAW01 artifact to publish
+    pub artifact: PathBuf,
+    /// Also seal the model once every byte is written
+    #[arg(long)]
+    pub seal: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SealArgs {
+    /// Model account address
+    pub model: String,
+    /// The artifact: find and rewrite bytes that differ on chain (reopening if needed), then seal
+    #[arg(long)]
+    pub artifact: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Model account address
+    pub model: String,
+    /// Also count the bytes of each section that still differ from this artifact
+    #[arg(long)]
+    pub artifact: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Model account address
+    pub model: String,
+    /// The artifact to compare with
+    pub artifact: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CloseArgs {
+    /// Model account address
+    pub model: String,
+    /// Where the recovered rent goes (default: the authority)
+    #[arg(long)]
+    pub destination: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct RehearseArgs {
+    /// The CURTAW01 artifact to rehearse
+    pub artifact: PathBuf,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn read_artifact(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|e| anyhow!("artifact {}: {e}", path.display()))?;
+    // Decode up front so that a bad file is named before anything else happens.
+    curta_core::decode(&bytes)
+        .map_err(|e| anyhow!("artifact {}: not a CURTAW01 artifact: {e}", path.display()))?;
+    Ok(bytes)
+}
+
+fn parse_address(what: &str, s: &str) -> Result<Pubkey> {
+    Pubkey::from_str(s).map_err(|e| anyhow!("{what} '{s}' is not a base-58 account address: {e}"))
+}
+
+fn rpc(cluster: &ClusterArgs) -> Result<RpcTransport> {
+    Ok(RpcTransport::new(&cluster.url()?, cluster.commitment()?))
+}
+
+fn print(output: Output, text: String, json: serde_json::Value) {
+    match output {
+        Output::Text => print!("{text}"),
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        ),
+    }
+}
+
+pub fn publish(args: PublishArgs, cluster: ClusterArgs) -> Result<()> {
+    let artifact = read_artifact(&args.artifact)?;
+    let keypair = cluster.keypair()?;
+    let t = rpc(&cluster)?;
+    let report = runtime()?.block_on(crate::publish(
+        &t,
+        &keypair,
+        &artifact,
+        args.seal,
+        &cluster.options(),
+    ))?;
+    print(cluster.output, report.to_text(), report.to_json());
+    Ok(())
+}
+
+pub fn seal(args: SealArgs, cluster: ClusterArgs) -> Result<()> {
+    let model = parse_address("model", &args.model)?;
+    let artifact = args.artifact.as_deref().map(read_artifact).transpose()?;
+    let keypair = cluster.keypair()?;
+    let t = rpc(&cluster)?;
+    let report = runtime()?.block_on(crate::seal(
+        &t,
+        &keypair,
+        &model,
+        artifact.as_deref(),
+        &cluster.options(),
+    ))?;
+    print(cluster.output, report.to_text(), report.to_json());
+    Ok(())
+}
+
+pub fn status(args: StatusArgs, cluster: ClusterArgs) -> Result<()> {
+    let model = parse_address("model", &args.model)?;
+    let artifact = args.artifact.as_deref().map(read_artifact).transpose()?;
+    let t = rpc(&cluster)?;
+    let status = runtime()?.block_on(crate::status(&t, &model, artifact.as_deref()))?;
+    print(cluster.output, status.to_text(), status.to_json());
+    Ok(())
+}
+
+pub fn verify(args: VerifyArgs, cluster: ClusterArgs) -> Result<()> {
+    let model = parse_address("model", &args.model)?;
+    let artifact = read_artifact(&args.artifact)?;
+    let t = rpc(&cluster)?;
+    let verification = runtime()?.block_on(crate::verify(&t, &model, &artifact))?;
+    print(
+        cluster.output,
+        verification.to_text(),
+        verification.to_json(),
+    );
+    if !verification.ok() {
+        anyhow::bail!("model {model} does not match {}", args.artifact.display());
+    }
+    Ok(())
+}
+
+pub fn close(args: CloseArgs, cluster: ClusterArgs) -> Result<()> {
+    let model = parse_address("model", &args.model)?;
+    let destination = args
+        .destination
+        .as_deref()
+        .map(|d| parse_address("destination", d))
+        .transpose()?;
+    let keypair = cluster.keypair()?;
+    let t = rpc(&cluster)?;
+    let report = runtime()?.block_on(crate::close(
+        &t,
+        &keypair,
+        &model,
+        destination,
+        &cluster.options(),
+    ))?;
+    print(cluster.output, report.to_text(), report.to_json());
+    Ok(())
+}
+
+pub fn rehearse(args: RehearseArgs, cluster: ClusterArgs) -> Result<()> {
+    let artifact = read_artifact(&args.artifact)?;
+    let report = runtime()?.block_on(crate::rehearse(&artifact, &cluster.options()))?;
+    let text = format!(
+        "{}(in-process bank running the real program; the same transactions and lamports on a cluster)\nnext:           client publish {} --keypair <KEYPAIR> --url <URL> --seal\n",
+        report.to_text().replace("next:", "after:"),
+        args.artifact.display()
+    );
+    print(cluster.output, text, report.to_json());
+    Ok(())
+}
+
+pub fn demo(cluster: ClusterArgs) -> Result<()> {
+    let demo = runtime()?.block_on(crate::demo(&cluster.options()))?;
+    let text = format!(
+        "converted the bundled stories260K + tok512 into a {} byte artifact in {:.2} s\n{}{}",
+        demo.artifact_bytes,
+        demo.convert_seconds,
+        demo.report.to_text(),
+        demo.verification.to_text()
+    );
+    let mut json = demo.report.to_json();
+    json["verified"] = serde_json::Value::Bool(demo.verification.ok());
+    json["convert_seconds"] = serde_json::json!(demo.convert_seconds);
+    print(cluster.output, text, json);
+    if !demo.verification.ok() {
+        anyhow::bail!("the demo model does not verify");
+    }
+    Ok(())
+}

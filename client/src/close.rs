@@ -1,0 +1,133 @@
+//! `close`: recover the rent of an unsealed model and all its weight accounts. A sealed model
+//! is permanent (the program refuses to close it; so does the client, before sending).
+
+use crate::chain;
+use crate::engine::{Engine, Item, Kind};
+use crate::progress::Progress;
+use crate::publish::check_funds;
+use crate::transport::Transport;
+use crate::{Error, Options};
+use curta_program::state::{weight_address, ModelState};
+use serde_json::json;
+use solana_keypair::Keypair;
+use solana_pubkey::Pubkey;
+use solana_signer::Signer;
+use std::time::Instant;
+
+#[derive(Clone, Debug)]
+pub struct CloseReport {
+    pub cluster: String,
+    pub model: Pubkey,
+    pub destination: Pubkey,
+    /// Lamports the model and its weight accounts held, now at the destination.
+    pub recovered: u64,
+    pub fees: u64,
+    pub accounts_closed: usize,
+    pub seconds: f64,
+}
+
+impl CloseReport {
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "command": "close", "cluster": self.cluster, "model": self.model.to_string(),
+            "destination": self.destination.to_string(), "state": "closed",
+            "accounts_closed": self.accounts_closed,
+            "lamports": { "recovered": self.recovered, "fees": self.fees },
+            "seconds": self.seconds,
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        format!(
+            "closed model {} and {} weight accounts on {}\nrecovered {} lamports ({}) to {}; fees {} lamports\n",
+            self.model,
+            self.accounts_closed.saturating_sub(1),
+            self.cluster,
+            self.recovered,
+            crate::error::sol(self.recovered),
+            self.destination,
+            self.fees
+        )
+    }
+}
+
+/// Closes the model at `model_address`; `authority` signs and pays the fee; the rent goes to
+/// `destination` (the authority by default).
+pub async fn close<T: Transport>(
+    t: &T,
+    authority: &Keypair,
+    model_address: &Pubkey,
+    destination: Option<Pubkey>,
+    options: &Options,
+) -> Result<CloseReport, Error> {
+    let started = Instant::now();
+    let (model, _) = chain::read_model(t, model_address)
+        .await?
+        .ok_or(Error::ModelNotFound(*model_address))?;
+    if model.state == ModelState::Sealed {
+        return Err(Error::Sealed {
+            model: *model_address,
+            action: "closed",
+        });
+    }
+    if model.authority != authority.pubkey() {
+        return Err(Error::NotAuthority {
+            model: *model_address,
+            signer: authority.pubkey(),
+            authority: model.authority,
+        });
+    }
+    let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
+    let destination = destination.unwrap_or(authority.pubkey());
+    let program = curta_program::id();
+    let weights: Vec<Pubkey> = (0..model.section_count)
+        .map(|i| weight_address(&program, &model.authority, model_address, i))
+        .collect();
+    let item = Item {
+        kind: Kind::Other,
+        instructions: vec![curta_program::instruction::close(
+            &program,
+            model_address,
+            &authority.pubkey(),
+            &destination,
+            &weights,
+        )],
+        section: 0,
+        bytes: 0,
+    };
+    let mut engine = Engine::new(
+        t,
+        authority,
+        options.compute_unit_price,
+        options.max_in_flight,
+        Progress::hidden(),
+    );
+    let fee = engine.fee(Kind::Other, &item.instructions).await?;
+    check_funds(
+        &authority.pubkey(),
+        t.balance(&authority.pubkey()).await?,
+        0,
+        fee,
+    )?;
+    let window = engine.profile.window;
+    if let Some(failure) = engine
+        .run(vec![item], window, false)
+        .await?
+        .into_iter()
+        .next()
+    {
+        return Err(Error::Transaction {
+            what: "close",
+            error: failure.error,
+        });
+    }
+    Ok(CloseReport {
+        cluster: t.describe(),
+        model: *model_address,
+        destination,
+        recovered: chain.rent_held(),
+        fees: engine.tally.fees,
+        accounts_closed: 1 + chain.weights.iter().filter(|w| w.account.is_some()).count(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}

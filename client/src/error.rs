@@ -1,0 +1,114 @@
+//! The client's errors. Each says which account, file or transaction is at fault, and what
+//! was expected and found. Program errors are shown by name.
+
+use curta_program::error::CurtaError;
+use solana_instruction::error::InstructionError;
+use solana_pubkey::Pubkey;
+use solana_transaction_error::TransactionError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("not a CURTAW01 artifact: {0}")]
+    Artifact(#[from] curta_core::FormatError),
+    #[error("{0}")]
+    Transport(String),
+    #[error(
+        "payer {payer} holds {balance} lamports ({}), but this needs {needed} lamports ({}): \
+         {rent} rent + {fees} fees; fund the payer and run the command again",
+        sol(*balance), sol(*needed)
+    )]
+    InsufficientFunds {
+        payer: Pubkey,
+        balance: u64,
+        needed: u64,
+        rent: u64,
+        fees: u64,
+    },
+    #[error("no model account at {0}")]
+    ModelNotFound(Pubkey),
+    #[error("account {address} is not a Curta model (owner {owner}, {len} bytes)")]
+    NotAModel {
+        address: Pubkey,
+        owner: Pubkey,
+        len: usize,
+    },
+    #[error("the artifact's weights hash {artifact} differs from model {model}'s declared hash {declared}")]
+    HashMismatch {
+        model: Pubkey,
+        artifact: String,
+        declared: String,
+    },
+    #[error(
+        "the artifact's section lengths {artifact:?} differ from model {model}'s {declared:?}"
+    )]
+    SectionsMismatch {
+        model: Pubkey,
+        artifact: Vec<u32>,
+        declared: Vec<u32>,
+    },
+    #[error("weight account {address} of section {section}: {problem}")]
+    BadWeightAccount {
+        address: Pubkey,
+        section: usize,
+        problem: String,
+    },
+    #[error("model {model}: section {section}'s weight account {address} does not exist yet; run `client publish` with the artifact first")]
+    Incomplete {
+        model: Pubkey,
+        section: usize,
+        address: Pubkey,
+    },
+    #[error(
+        "model {model} sealed to a mismatch: the chain computed {computed}, the declared hash is {declared}; \
+         run `client seal {model} --artifact <ARTIFACT>` to find and rewrite the differing bytes"
+    )]
+    Mismatch {
+        model: Pubkey,
+        computed: String,
+        declared: String,
+    },
+    #[error("model {model} is sealed; a sealed model is permanent and cannot be {action}")]
+    Sealed { model: Pubkey, action: &'static str },
+    #[error("{signer} is not the authority of model {model} (the authority is {authority})")]
+    NotAuthority {
+        model: Pubkey,
+        signer: Pubkey,
+        authority: Pubkey,
+    },
+    #[error("{what} transaction failed: {}", describe_transaction_error(.error))]
+    Transaction {
+        what: &'static str,
+        error: TransactionError,
+    },
+    #[error("{0}")]
+    Stalled(String),
+}
+
+/// "1.5 SOL" for a number of lamports.
+pub fn sol(lamports: u64) -> String {
+    format!("{} SOL", lamports as f64 / 1e9)
+}
+
+/// A transaction error with Curta's custom codes by name.
+pub fn describe_transaction_error(error: &TransactionError) -> String {
+    match error {
+        TransactionError::InstructionError(index, InstructionError::Custom(code)) => {
+            match CurtaError::try_from(*code) {
+                Ok(e) => format!("instruction {index}: {e:?} ({e}, custom program error {code})"),
+                Err(_) => format!("instruction {index}: custom program error {code}"),
+            }
+        }
+        TransactionError::InstructionError(index, e) => format!("instruction {index}: {e}"),
+        other => other.to_string(),
+    }
+}
+
+/// The Curta error of a failed transaction, if that is what it is.
+pub fn curta_error(error: &TransactionError) -> Option<CurtaError> {
+    match error {
+        TransactionError::InstructionError(_, InstructionError::Custom(code)) => {
+            CurtaError::try_from(*code).ok()
+        }
+        _ => None,
+    }
+}

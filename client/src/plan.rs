@@ -1,0 +1,253 @@
+//! Planning from on-chain state: which bytes still differ (the Write transactions), which
+//! accounts are missing (the create transactions), which chunks remain (the seals).
+
+use crate::chain::OnChain;
+use crate::engine::{Engine, Item, Kind, PACKET_LEN};
+use crate::transport::Transport;
+use crate::Error;
+use curta_program::instruction as ix;
+use curta_program::state::Model;
+use curta_program::state::{weight_seed, MAX_WEIGHT_ACCOUNT_LEN, WEIGHT_HEADER_LEN};
+use solana_pubkey::Pubkey;
+use solana_signer::Signer;
+
+/// New account data one transaction may allocate (the runtime's per-transaction limit).
+pub const MAX_NEW_DATA_PER_TX: usize = 2 * MAX_WEIGHT_ACCOUNT_LEN;
+
+/// The byte ranges `(offset, len)` of `wanted` that differ from `onchain` (all zero when the
+/// account does not exist yet), each at most `max` bytes. Greedy from the first differing
+/// byte, trimmed to the last differing byte of each range: the fewest ranges that cover
+/// every differing byte.
+pub fn differing_ranges(onchain: Option<&[u8]>, wanted: &[u8], max: usize) -> Vec<(u32, u32)> {
+    let differs = |i: usize| onchain.map_or(wanted[i] != 0, |o| o[i] != wanted[i]);
+    let mut ranges = Vec::new();
+    let mut i = 0;
+    while i < wanted.len() {
+        if !differs(i) {
+            i += 1;
+            continue;
+        }
+        let end = (i + max).min(wanted.len());
+        let mut last = end - 1;
+        while !differs(last) {
+            last -= 1;
+        }
+        ranges.push((i as u32, (last + 1 - i) as u32));
+        i = end;
+    }
+    ranges
+}
+
+/// Count of bytes of `wanted` that differ from `onchain`.
+pub fn differing_bytes(onchain: Option<&[u8]>, wanted: &[u8]) -> u64 {
+    match onchain {
+        Some(o) => o.iter().zip(wanted).filter(|(a, b)| a != b).count() as u64,
+        None => wanted.iter().filter(|b| **b != 0).count() as u64,
+    }
+}
+
+/// Most bytes one Write can carry with this engine's fee payer and compute-budget settings.
+pub fn write_capacity<T: Transport>(engine: &Engine<'_, T>) -> usize {
+    let authority = engine.payer().pubkey();
+    let weight = Pubkey::new_unique();
+    let mut bytes = ix::MAX_WRITE_BYTES;
+    while bytes > 1 {
+        let write = ix::write(
+            &curta_program::id(),
+            &weight,
+            &authority,
+            u32::MAX,
+            &vec![0xff; bytes],
+        );
+        if engine.transaction_len(&[write]) <= PACKET_LEN {
+            break;
+        }
+        bytes -= 1;
+    }
+    bytes
+}
+
+/// The Write items that make every section equal to the artifact, interleaved across
+/// sections so that sections are written in parallel.
+pub fn writes(
+    chain: &OnChain,
+    sections: &[&[u8]],
+    authority: &Pubkey,
+    capacity: usize,
+) -> Vec<Item> {
+    let program = curta_program::id();
+    let mut per_section: Vec<Vec<Item>> = sections
+        .iter()
+        .enumerate()
+        .map(|(i, wanted)| {
+            let weight = &chain.weights[i];
+            differing_ranges(weight.bytes(), wanted, capacity)
+                .into_iter()
+                .map(|(offset, len)| Item {
+                    kind: Kind::Write,
+                    instructions: vec![ix::write(
+                        &program,
+                        &weight.address,
+                        authority,
+                        offset,
+                        &wanted[offset as usize..(offset + len) as usize],
+                    )],
+                    section: i,
+                    bytes: len as usize,
+                })
+                .collect()
+        })
+        .collect();
+    let mut items = Vec::new();
+    let longest = per_section.iter().map(Vec::len).max().unwrap_or(0);
+    let mut iters: Vec<_> = per_section.iter_mut().map(|v| v.drain(..)).collect();
+    for _ in 0..longest {
+        for it in iters.iter_mut() {
+            if let Some(item) = it.next() {
+                items.push(item);
+            }
+        }
+    }
+    items
+}
+
+/// The create items: CreateModel if the model is missing, then create_account_with_seed +
+/// InitWeightAccount for each missing weight account, grouped so that a transaction
+/// allocates at most 2 x 10 MiB and fits a packet. `rent(len)` is the rent-exempt minimum.
+pub fn creates<T: Transport>(
+    engine: &Engine<'_, T>,
+    chain: &OnChain,
+    weights_hash: [u8; 32],
+    lengths: &[u32],
+    rent: &dyn Fn(usize) -> u64,
+) -> Vec<Item> {
+    let program = curta_program::id();
+    let authority = engine.payer().pubkey();
+    let mut groups: Vec<(Vec<solana_instruction::Instruction>, usize)> = Vec::new();
+    let mut current: Vec<solana_instruction::Instruction> = Vec::new();
+    let mut data = 0usize;
+    if chain.model.is_none() {
+        current.push(ix::create_model(
+            &program,
+            &authority,
+            weights_hash,
+            lengths,
+        ));
+        data += curta_program::state::MODEL_LEN;
+    }
+    for (section, weight) in chain.weights.iter().enumerate() {
+        if weight.account.is_some() {
+            continue;
+        }
+        let space = WEIGHT_HEADER_LEN + lengths[section] as usize;
+        let pair = [
+            solana_system_interface::instruction::create_account_with_seed(
+                &authority,
+                &weight.address,
+                &authority,
+                &weight_seed(&chain.address, section as u8),
+                rent(space),
+                space as u64,
+                &program,
+            ),
+            ix::init_weight_account(
+                &program,
+                &chain.address,
+                &weight.address,
+                &authority,
+                section as u8,
+            ),
+        ];
+        let mut candidate = current.clone();
+        candidate.extend(pair.iter().cloned());
+        if !current.is_empty()
+            && (data + space > MAX_NEW_DATA_PER_TX
+                || engine.transaction_len(&candidate) > PACKET_LEN)
+        {
+            groups.push((std::mem::take(&mut current), data));
+            data = 0;
+            current.extend(pair);
+        } else {
+            current = candidate;
+        }
+        data += space;
+    }
+    if !current.is_empty() {
+        groups.push((current, data));
+    }
+    groups
+        .into_iter()
+        .map(|(instructions, _)| Item {
+            kind: Kind::Create,
+            instructions,
+            section: 0,
+            bytes: 0,
+        })
+        .collect()
+}
+
+/// Seal items from the model's cursor to its last chunk, in chunk order.
+pub fn seals(model_address: &Pubkey, model: &Model) -> Vec<Item> {
+    let program = curta_program::id();
+    (model.seal_cursor..model.total_chunks)
+        .map(|chunk| {
+            let (section, _) = model.locate_chunk(chunk).unwrap_or((0, 0));
+            Item {
+                kind: Kind::Seal,
+                instructions: vec![ix::seal(
+                    &program,
+                    model_address,
+                    &model.weights()[section],
+                    model.seal_pass,
+                    chunk,
+                )],
+                section: chunk as usize,
+                bytes: 0,
+            }
+        })
+        .collect()
+}
+
+pub fn reopen(chain: &OnChain, authority: &Pubkey) -> Item {
+    let weights: Vec<Pubkey> = chain.weights.iter().map(|w| w.address).collect();
+    Item {
+        kind: Kind::Other,
+        instructions: vec![ix::reopen(
+            &curta_program::id(),
+            &chain.address,
+            authority,
+            &weights,
+        )],
+        section: 0,
+        bytes: 0,
+    }
+}
+
+/// Rent of the accounts that do not exist yet.
+pub fn missing_rent(chain: &OnChain, lengths: &[u32], rent: &dyn Fn(usize) -> u64) -> u64 {
+    let model = if chain.model.is_none() {
+        rent(curta_program::state::MODEL_LEN)
+    } else {
+        0
+    };
+    model
+        + chain
+            .weights
+            .iter()
+            .zip(lengths)
+            .filter(|(w, _)| w.account.is_none())
+            .map(|(_, len)| rent(WEIGHT_HEADER_LEN + *len as usize))
+            .sum::<u64>()
+}
+
+/// An error unless every weight account exists.
+pub fn require_complete(chain: &OnChain) -> Result<(), Error> {
+    match chain.weights.iter().position(|w| w.account.is_none()) {
+        Some(section) => Err(Error::Incomplete {
+            model: chain.address,
+            section,
+            address: chain.weights[section].address,
+        }),
+        None => Ok(()),
+    }
+}

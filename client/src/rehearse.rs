@@ -1,0 +1,62 @@
+//! `rehearse` and `demo`: the full publish + seal on an in-process bank running the real
+//! program, with the same report, and no validator or lamport needed.
+
+use crate::publish::publish;
+use crate::report::Report;
+use crate::transport::BankTransport;
+use crate::verify::{verify, Verification};
+use crate::{Error, Options};
+use solana_keypair::Keypair;
+use solana_signer::Signer;
+use std::time::Instant;
+
+/// Lamports given to the rehearsal's authority (rent for 18 full sections is about 1,314 SOL).
+pub const REHEARSAL_FUNDS: u64 = 10_000 * 1_000_000_000;
+
+/// The bundled llama2.c model and tokenizer (models/ of this repository, 1 MB + 6 KB).
+pub const STORIES260K: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../models/stories260K.bin"
+));
+pub const TOK512: &[u8] =
+    include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/tok512.bin"));
+
+/// A fresh bank and a funded authority for a rehearsal.
+pub async fn rehearsal_bank() -> (BankTransport, Keypair) {
+    let authority = Keypair::new();
+    let bank = BankTransport::start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await;
+    (bank, authority)
+}
+
+/// Publishes and seals `file` on a fresh in-process bank.
+pub async fn rehearse(file: &[u8], options: &Options) -> Result<Report, Error> {
+    let (bank, authority) = rehearsal_bank().await;
+    let mut report = publish(&bank, &authority, file, true, options).await?;
+    report.command = "rehearse";
+    Ok(report)
+}
+
+pub struct Demo {
+    pub artifact_bytes: usize,
+    pub convert_seconds: f64,
+    pub report: Report,
+    pub verification: Verification,
+}
+
+/// Converts the bundled stories260K, rehearses it and verifies the on-chain bytes.
+pub async fn demo(options: &Options) -> Result<Demo, Error> {
+    let started = Instant::now();
+    let artifact = curta_core::convert::convert(STORIES260K, TOK512)
+        .map_err(|e| Error::Stalled(format!("converting the bundled stories260K: {e}")))?;
+    let convert_seconds = started.elapsed().as_secs_f64();
+    let (bank, authority) = rehearsal_bank().await;
+    let mut report = publish(&bank, &authority, &artifact, true, options).await?;
+    report.command = "demo";
+    let verification = verify(&bank, &report.model, &artifact).await?;
+    Ok(Demo {
+        artifact_bytes: artifact.len(),
+        convert_seconds,
+        report,
+        verification,
+    })
+}

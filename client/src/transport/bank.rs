@@ -1,0 +1,243 @@
+//! The in-process transport: a solana-program-test bank running the real program natively.
+
+use super::{Profile, Simulation, Transport, TxStatus};
+use crate::Error;
+use solana_account::{Account, AccountSharedData};
+use solana_commitment_config::CommitmentLevel;
+use solana_hash::Hash;
+use solana_keypair::Keypair;
+use solana_message::Message;
+use solana_program_test::{processor, BanksClient, ProgramTest, ProgramTestContext};
+use solana_pubkey::Pubkey;
+use solana_signature::Signature;
+use solana_signer::Signer;
+use solana_transaction::Transaction;
+use solana_transaction_error::TransactionError;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A fresh bank with the Curta program loaded.
+///
+/// Two quirks of program-test shape this transport. Its banks server accepts a transaction
+/// sent without waiting only if the *root* bank knows its blockhash, while new blockhashes
+/// (one every 6.4 ms, each valid for 150) are registered on the working bank only; so each
+/// transaction is handed to the server's process-and-wait call in a task of its own, which
+/// prices it against the working bank. And that call panics on a blockhash too old to
+/// execute, so such a transaction is dropped here instead (the bank would refuse it anyway).
+pub struct BankTransport {
+    client: BanksClient,
+    context: Mutex<ProgramTestContext>,
+    mint_address: Pubkey,
+    checked: Mutex<(Hash, Instant)>,
+}
+
+fn bank_error(err: impl std::fmt::Display) -> Error {
+    Error::Transport(format!("in-process bank: {err}"))
+}
+
+impl BankTransport {
+    /// Starts a bank; each `(address, lamports)` becomes a system account at genesis.
+    pub async fn start(funded: &[(Pubkey, u64)]) -> BankTransport {
+        let mut test = ProgramTest::new(
+            "curta_program",
+            curta_program::id(),
+            processor!(curta_program::processor::process_instruction),
+        );
+        test.prefer_bpf(false);
+        for (address, lamports) in funded {
+            test.add_account(
+                *address,
+                Account::new(*lamports, 0, &solana_system_interface::program::ID),
+            );
+        }
+        let context = test.start_with_context().await;
+        let mint_address = context.payer.pubkey();
+        let checked = Mutex::new((Hash::default(), Instant::now()));
+        BankTransport {
+            client: context.banks_client.clone(),
+            context: Mutex::new(context),
+            mint_address,
+            checked,
+        }
+    }
+
+    /// The genesis mint of the bank: a keypair holding about 1,000,000 SOL.
+    pub fn mint(&self) -> Keypair {
+        self.context.lock().unwrap().payer.insecure_clone()
+    }
+
+    pub fn banks_client(&self) -> BanksClient {
+        self.client.clone()
+    }
+
+    /// Overwrites an account, bypassing the runtime (tests use it to corrupt state).
+    pub fn set_account(&self, address: &Pubkey, account: Account) {
+        self.context
+            .lock()
+            .unwrap()
+            .set_account(address, &AccountSharedData::from(account));
+    }
+}
+
+impl BankTransport {
+    /// Whether the bank still executes transactions with this blockhash: a simulation of an
+    /// empty transaction checks its age (with a margin of 24 of the 150 allowed) and nothing else.
+    async fn blockhash_usable(&self, blockhash: &Hash) -> Result<bool, Error> {
+        {
+            let checked = self.checked.lock().unwrap();
+            if checked.0 == *blockhash && checked.1.elapsed() < Duration::from_millis(100) {
+                return Ok(true);
+            }
+        }
+        let mut message = Message::new(&[], Some(&self.mint_address));
+        message.recent_blockhash = *blockhash;
+        let simulation = self
+            .client
+            .simulate_transaction(Transaction::new_unsigned(message))
+            .await
+            .map_err(bank_error)?;
+        let ok = !matches!(
+            simulation.result,
+            Some(Err(TransactionError::BlockhashNotFound))
+        );
+        if ok {
+            *self.checked.lock().unwrap() = (*blockhash, Instant::now());
+        }
+        Ok(ok)
+    }
+}
+
+impl Transport for BankTransport {
+    fn describe(&self) -> String {
+        "in-process bank".to_string()
+    }
+
+    fn profile(&self) -> Profile {
+        // The bank rotates its blockhash every 6.4 ms and accepts one for 150 rotations
+        // (about a second). Each transaction travels in its own task, so their order is not
+        // guaranteed: seals (which must go in chunk order) go one at a time.
+        Profile {
+            window: 48,
+            seal_window: 1,
+            poll: Duration::from_micros(500),
+            blockhash_refresh: Duration::from_millis(100),
+        }
+    }
+
+    async fn get_accounts(&self, addresses: &[Pubkey]) -> Result<Vec<Option<Account>>, Error> {
+        let mut accounts = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            accounts.push(
+                self.client
+                    .get_account(*address)
+                    .await
+                    .map_err(bank_error)?,
+            );
+        }
+        Ok(accounts)
+    }
+
+    async fn balance(&self, address: &Pubkey) -> Result<u64, Error> {
+        self.client.get_balance(*address).await.map_err(bank_error)
+    }
+
+    async fn rent_minimum(&self, data_len: usize) -> Result<u64, Error> {
+        Ok(self
+            .client
+            .get_rent()
+            .await
+            .map_err(bank_error)?
+            .minimum_balance(data_len))
+    }
+
+    async fn fee_for_message(&self, message: &Message) -> Result<u64, Error> {
+        self.client
+            .get_fee_for_message(message.clone())
+            .await
+            .map_err(bank_error)?
+            .ok_or_else(|| bank_error("no fee for the message (blockhash unknown)"))
+    }
+
+    async fn latest_blockhash(&self) -> Result<(Hash, u64), Error> {
+        self.client
+            .get_latest_blockhash_with_commitment(CommitmentLevel::Processed)
+            .await
+            .map_err(bank_error)?
+            .ok_or_else(|| bank_error("no latest blockhash"))
+    }
+
+    async fn blockhash_expired(&self, blockhash: &Hash, _last_valid: u64) -> Result<bool, Error> {
+        // The bank's block height does not advance; a blockhash has left the bank's queue
+        // (and can never be accepted again) exactly when the bank can no longer price it.
+        let mut message = Message::new(&[], Some(&Pubkey::new_unique()));
+        message.recent_blockhash = *blockhash;
+        Ok(self
+            .client
+            .get_fee_for_message(message)
+            .await
+            .map_err(bank_error)?
+            .is_none())
+    }
+
+    async fn send(&self, transactions: &[Transaction]) -> Result<(), Error> {
+        let mut usable: HashMap<Hash, bool> = HashMap::new();
+        for transaction in transactions {
+            let blockhash = transaction.message.recent_blockhash;
+            let ok = match usable.get(&blockhash) {
+                Some(ok) => *ok,
+                None => {
+                    let ok = self.blockhash_usable(&blockhash).await?;
+                    usable.insert(blockhash, ok);
+                    ok
+                }
+            };
+            if ok {
+                let client = self.client.clone();
+                let transaction = transaction.clone();
+                // The engine reads the outcome from the statuses, not from this call.
+                tokio::spawn(async move {
+                    let _ = client
+                        .process_transaction_with_commitment(
+                            transaction,
+                            CommitmentLevel::Processed,
+                        )
+                        .await;
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error> {
+        let statuses = self
+            .client
+            .get_transaction_statuses(signatures.to_vec())
+            .await
+            .map_err(bank_error)?;
+        Ok(statuses
+            .into_iter()
+            .map(|status| match status {
+                None => TxStatus::Unknown,
+                Some(status) => TxStatus::Landed(status.err.map_or(Ok(()), Err)),
+            })
+            .collect())
+    }
+
+    async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {
+        let simulation = self
+            .client
+            .simulate_transaction(transaction.clone())
+            .await
+            .map_err(bank_error)?;
+        let (units, logs) = simulation
+            .simulation_details
+            .map(|details| (details.units_consumed, details.logs))
+            .unwrap_or_default();
+        Ok(Simulation {
+            result: simulation.result.unwrap_or(Ok(())),
+            units,
+            logs,
+        })
+    }
+}

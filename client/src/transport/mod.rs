@@ -1,0 +1,77 @@
+//! Transports: the few chain operations the engine needs, over an RPC endpoint
+//! ([`RpcTransport`]) or an in-process bank running the real program ([`BankTransport`]).
+//! The engine is written once against [`Transport`]; the two implementations are thin.
+
+mod bank;
+mod rpc;
+
+pub use bank::BankTransport;
+pub use rpc::RpcTransport;
+
+use crate::Error;
+use solana_account::Account;
+use solana_hash::Hash;
+use solana_message::Message;
+use solana_pubkey::Pubkey;
+use solana_signature::Signature;
+use solana_transaction::Transaction;
+use solana_transaction_error::TransactionError;
+use std::time::Duration;
+
+/// What a signature's status is at the transport's commitment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxStatus {
+    /// Not seen (yet, or ever: dropped).
+    Unknown,
+    /// Seen, but not yet at the required commitment: it must not be re-signed.
+    Pending,
+    /// Executed at the required commitment, successfully or not (fees are charged either way).
+    Landed(Result<(), TransactionError>),
+}
+
+/// A transaction simulation: the result and the compute units it consumed.
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    pub result: Result<(), TransactionError>,
+    pub units: u64,
+    pub logs: Vec<String>,
+}
+
+/// Pacing that suits a transport. The engine's logic is the same everywhere; only these
+/// numbers differ (an RPC node wants fewer requests per second than an in-process bank).
+#[derive(Clone, Debug)]
+pub struct Profile {
+    /// Most transactions in flight at once.
+    pub window: usize,
+    /// Most seal transactions in flight at once (1 when the transport may reorder them).
+    pub seal_window: usize,
+    /// Pause between two status polls when nothing resolved.
+    pub poll: Duration,
+    /// Fetch a new blockhash when the current one is older than this.
+    pub blockhash_refresh: Duration,
+}
+
+/// The chain operations the engine uses. Everything is read at the transport's commitment.
+#[allow(async_fn_in_trait)]
+pub trait Transport {
+    /// Where the transactions go, for reports ("in-process bank", or the RPC URL).
+    fn describe(&self) -> String;
+    fn profile(&self) -> Profile;
+    /// Accounts in the order asked; `None` for an address without an account.
+    async fn get_accounts(&self, addresses: &[Pubkey]) -> Result<Vec<Option<Account>>, Error>;
+    async fn balance(&self, address: &Pubkey) -> Result<u64, Error>;
+    async fn rent_minimum(&self, data_len: usize) -> Result<u64, Error>;
+    async fn fee_for_message(&self, message: &Message) -> Result<u64, Error>;
+    /// The latest blockhash and the last block height at which it is valid.
+    async fn latest_blockhash(&self) -> Result<(Hash, u64), Error>;
+    /// True only when a transaction with this blockhash can no longer be executed.
+    async fn blockhash_expired(
+        &self,
+        blockhash: &Hash,
+        last_valid_block_height: u64,
+    ) -> Result<bool, Error>;
+    /// Hand transactions over without waiting for them to execute.
+    async fn send(&self, transactions: &[Transaction]) -> Result<(), Error>;
+    async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error>;
+    async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error>;
+}

@@ -1,0 +1,172 @@
+//! The RPC transport: solana-client's nonblocking `RpcClient`.
+
+use super::{Profile, Simulation, Transport, TxStatus};
+use crate::Error;
+use futures::future::join_all;
+use solana_account::Account;
+use solana_client::nonblocking::rpc_client::RpcClient;
+use solana_client::rpc_config::{RpcSendTransactionConfig, RpcSimulateTransactionConfig};
+use solana_commitment_config::CommitmentConfig;
+use solana_hash::Hash;
+use solana_message::Message;
+use solana_pubkey::Pubkey;
+use solana_signature::Signature;
+use solana_transaction::Transaction;
+use std::time::Duration;
+
+/// Most accounts per getMultipleAccounts request (weight accounts are up to 10 MiB each).
+const ACCOUNTS_PER_REQUEST: usize = 4;
+/// Most signatures per getSignatureStatuses request (the RPC limit).
+const SIGNATURES_PER_REQUEST: usize = 256;
+
+pub struct RpcTransport {
+    client: RpcClient,
+    url: String,
+    commitment: CommitmentConfig,
+}
+
+fn rpc_error(err: impl std::fmt::Display) -> Error {
+    Error::Transport(format!("RPC: {err}"))
+}
+
+impl RpcTransport {
+    pub fn new(url: &str, commitment: CommitmentConfig) -> RpcTransport {
+        RpcTransport {
+            client: RpcClient::new_with_commitment(url.to_string(), commitment),
+            url: url.to_string(),
+            commitment,
+        }
+    }
+}
+
+impl Transport for RpcTransport {
+    fn describe(&self) -> String {
+        self.url.clone()
+    }
+
+    fn profile(&self) -> Profile {
+        // A cluster may reorder transactions, so seals (which must arrive in chunk order)
+        // go one at a time; writes commute and fill a wide window.
+        Profile {
+            window: 128,
+            seal_window: 1,
+            poll: Duration::from_millis(400),
+            blockhash_refresh: Duration::from_secs(20),
+        }
+    }
+
+    async fn get_accounts(&self, addresses: &[Pubkey]) -> Result<Vec<Option<Account>>, Error> {
+        let mut accounts = Vec::with_capacity(addresses.len());
+        for batch in addresses.chunks(ACCOUNTS_PER_REQUEST) {
+            let response = self
+                .client
+                .get_multiple_accounts_with_commitment(batch, self.commitment)
+                .await
+                .map_err(rpc_error)?;
+            accounts.extend(response.value);
+        }
+        Ok(accounts)
+    }
+
+    async fn balance(&self, address: &Pubkey) -> Result<u64, Error> {
+        Ok(self
+            .client
+            .get_balance_with_commitment(address, self.commitment)
+            .await
+            .map_err(rpc_error)?
+            .value)
+    }
+
+    async fn rent_minimum(&self, data_len: usize) -> Result<u64, Error> {
+        self.client
+            .get_minimum_balance_for_rent_exemption(data_len)
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn fee_for_message(&self, message: &Message) -> Result<u64, Error> {
+        self.client
+            .get_fee_for_message(message)
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn latest_blockhash(&self) -> Result<(Hash, u64), Error> {
+        self.client
+            .get_latest_blockhash_with_commitment(self.commitment)
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn blockhash_expired(
+        &self,
+        _blockhash: &Hash,
+        last_valid_block_height: u64,
+    ) -> Result<bool, Error> {
+        let height = self
+            .client
+            .get_block_height_with_commitment(self.commitment)
+            .await
+            .map_err(rpc_error)?;
+        Ok(height > last_valid_block_height)
+    }
+
+    async fn send(&self, transactions: &[Transaction]) -> Result<(), Error> {
+        let config = RpcSendTransactionConfig {
+            skip_preflight: true,
+            preflight_commitment: Some(self.commitment.commitment),
+            ..RpcSendTransactionConfig::default()
+        };
+        let results = join_all(
+            transactions
+                .iter()
+                .map(|tx| self.client.send_transaction_with_config(tx, config)),
+        )
+        .await;
+        // A transaction the node refused is simply not landed: the engine re-signs it when its
+        // blockhash expires. Only a node that refuses everything is an error.
+        match results.iter().find_map(|r| r.as_ref().err()) {
+            Some(err) if results.iter().all(|r| r.is_err()) => Err(rpc_error(err)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error> {
+        let mut statuses = Vec::with_capacity(signatures.len());
+        for batch in signatures.chunks(SIGNATURES_PER_REQUEST) {
+            let response = self
+                .client
+                .get_signature_statuses(batch)
+                .await
+                .map_err(rpc_error)?;
+            statuses.extend(response.value.into_iter().map(|status| match status {
+                None => TxStatus::Unknown,
+                Some(status) if status.satisfies_commitment(self.commitment) => {
+                    TxStatus::Landed(status.err.map_or(Ok(()), Err))
+                }
+                Some(_) => TxStatus::Pending,
+            }));
+        }
+        Ok(statuses)
+    }
+
+    async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {
+        let config = RpcSimulateTransactionConfig {
+            sig_verify: false,
+            replace_recent_blockhash: true,
+            commitment: Some(self.commitment),
+            ..RpcSimulateTransactionConfig::default()
+        };
+        let response = self
+            .client
+            .simulate_transaction_with_config(transaction, config)
+            .await
+            .map_err(rpc_error)?;
+        let value = response.value;
+        Ok(Simulation {
+            result: value.err.map_or(Ok(()), |e| Err(e.into())),
+            units: value.units_consumed.unwrap_or(0),
+            logs: value.logs.unwrap_or_default(),
+        })
+    }
+}

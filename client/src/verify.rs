@@ -1,0 +1,115 @@
+//! `verify`: compare the weight accounts with the artifact byte for byte, and recompute the
+//! weights hash off chain from the on-chain bytes.
+
+use crate::artifact::{hex, LocalArtifact};
+use crate::chain;
+use crate::plan::differing_bytes;
+use crate::publish::{check_model, state_name};
+use crate::transport::Transport;
+use crate::Error;
+use serde_json::json;
+use solana_pubkey::Pubkey;
+
+#[derive(Clone, Debug)]
+pub struct SectionCheck {
+    pub index: usize,
+    pub length: u32,
+    pub differing_bytes: u64,
+    pub first_difference: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Verification {
+    pub model: Pubkey,
+    pub state: String,
+    pub declared: [u8; 32],
+    /// The chain recomputed from the on-chain bytes (None if a weight account is missing).
+    pub onchain_hash: Option<[u8; 32]>,
+    pub sections: Vec<SectionCheck>,
+}
+
+impl Verification {
+    /// True when every byte matches and the recomputed hash is the declared one.
+    pub fn ok(&self) -> bool {
+        self.onchain_hash == Some(self.declared)
+            && self.sections.iter().all(|s| s.differing_bytes == 0)
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "command": "verify", "model": self.model.to_string(), "state": self.state,
+            "weights_hash": hex(&self.declared), "onchain_hash": self.onchain_hash.map(|h| hex(&h)),
+            "ok": self.ok(),
+            "sections": self.sections.iter().map(|s| json!({
+                "index": s.index, "length": s.length, "differing_bytes": s.differing_bytes,
+                "first_difference": s.first_difference,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = format!("model {} ({})\n", self.model, self.state);
+        for x in &self.sections {
+            match x.first_difference {
+                None => s += &format!("section {:2}: {} bytes match\n", x.index, x.length),
+                Some(at) => {
+                    s += &format!(
+                        "section {:2}: {} of {} bytes differ, first at offset {at}\n",
+                        x.index, x.differing_bytes, x.length
+                    )
+                }
+            }
+        }
+        s += &format!("declared hash:          {}\n", hex(&self.declared));
+        s += &format!(
+            "recomputed from chain:  {}\n",
+            self.onchain_hash
+                .map_or("(a weight account is missing)".to_string(), |h| hex(&h))
+        );
+        s += if self.ok() {
+            "verified: the on-chain weights are the artifact\n"
+        } else {
+            "NOT verified\n"
+        };
+        s
+    }
+}
+
+pub async fn verify<T: Transport>(
+    t: &T,
+    model_address: &Pubkey,
+    file: &[u8],
+) -> Result<Verification, Error> {
+    let artifact = LocalArtifact::decode(file)?;
+    let (model, _) = chain::read_model(t, model_address)
+        .await?
+        .ok_or(Error::ModelNotFound(*model_address))?;
+    check_model(model_address, &model, &artifact)?;
+    let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
+    let sections = chain
+        .weights
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let wanted = artifact.sections[i];
+            let first = match w.bytes() {
+                Some(b) => b.iter().zip(wanted).position(|(a, b)| a != b),
+                None => wanted.iter().position(|b| *b != 0).or(Some(0)),
+            };
+            SectionCheck {
+                index: i,
+                length: wanted.len() as u32,
+                differing_bytes: differing_bytes(w.bytes(), wanted).max(first.is_some() as u64),
+                first_difference: first,
+            }
+        })
+        .collect();
+    let onchain: Option<Vec<&[u8]>> = chain.weights.iter().map(|w| w.bytes()).collect();
+    Ok(Verification {
+        model: *model_address,
+        state: state_name(Some(model.state)),
+        declared: model.weights_hash,
+        onchain_hash: onchain.map(curta_core::weights_hash),
+        sections,
+    })
+}

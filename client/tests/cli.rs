@@ -1,0 +1,131 @@
+//! A few runs of the `client` binary: bad keypair files and bad artifacts fail with a clear
+//! message before anything is sent; `demo --output json` prints the report's keys.
+
+use std::process::Command;
+
+fn client(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_client"))
+        .args(args)
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn artifact_file(dir: &tempfile::TempDir) -> String {
+    let artifact = curta_core::convert::convert(
+        curta_client::rehearse::STORIES260K,
+        curta_client::rehearse::TOK512,
+    )
+    .unwrap();
+    let path = dir.path().join("stories260K.curta");
+    std::fs::write(&path, artifact).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn bad_keypair_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let artifact = artifact_file(&dir);
+    // Port 9 (discard) on localhost: nothing may be sent; the keypair is read first.
+    let url = "http://127.0.0.1:9";
+    let missing = dir.path().join("missing.json").display().to_string();
+    let (ok, _, err) = client(&["publish", &artifact, "--keypair", &missing, "--url", url]);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("keypair file {missing}")) && err.contains("No such file"),
+        "{err}"
+    );
+
+    let malformed = dir.path().join("malformed.json");
+    std::fs::write(&malformed, "not a keypair").unwrap();
+    let malformed = malformed.display().to_string();
+    let (ok, _, err) = client(&["publish", &artifact, "-k", &malformed, "-u", url]);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("keypair file {malformed}: not a Solana keypair")),
+        "{err}"
+    );
+
+    let short = dir.path().join("short.json");
+    std::fs::write(&short, "[1,2,3]").unwrap();
+    let (ok, _, err) = client(&[
+        "publish",
+        &artifact,
+        "-k",
+        &short.display().to_string(),
+        "-u",
+        url,
+    ]);
+    assert!(!ok);
+    assert!(err.contains("expected 64 bytes, found 3"), "{err}");
+}
+
+#[test]
+fn bad_artifacts_and_urls_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.bin");
+    std::fs::write(&junk, b"hello, not an artifact").unwrap();
+    let junk = junk.display().to_string();
+    let (ok, _, err) = client(&["rehearse", &junk]);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("artifact {junk}: not a CURTAW01 artifact")),
+        "{err}"
+    );
+
+    let artifact = artifact_file(&dir);
+    let (ok, _, err) = client(&[
+        "status",
+        "11111111111111111111111111111111",
+        "--url",
+        "mainnet",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("--url mainnet: expected an http(s) URL or one of localhost, devnet, testnet, mainnet-beta"), "{err}");
+    let (ok, _, err) = client(&["verify", "not-an-address", &artifact]);
+    assert!(!ok);
+    assert!(
+        err.contains("model 'not-an-address' is not a base-58 account address"),
+        "{err}"
+    );
+}
+
+#[test]
+fn demo_prints_the_json_report() {
+    let (ok, out, err) = client(&["demo", "--output", "json"]);
+    assert!(ok, "{err}");
+    // The program's own msg! lines (printed by the native bank) may precede the JSON.
+    let json: serde_json::Value = serde_json::from_str(&out[out.find("{\n").unwrap()..]).unwrap();
+    assert_eq!(json["state"], "Sealed");
+    assert_eq!(json["verified"], true);
+    assert_eq!(json["weights_hash"].as_str().unwrap().len(), 64);
+    assert!(json["model"].as_str().unwrap().len() >= 32);
+    for key in ["create", "write", "seal"] {
+        assert!(json["transactions"][key].as_u64().unwrap() > 0, "{key}");
+    }
+    assert_eq!(json["write_bytes_per_tx"]["max"], 1019);
+    assert!(json["write_bytes_per_tx"]["min"].as_u64().unwrap() >= 1);
+    // Rent from the spec's numbers: (128 + len) x 6,960 for the model and both weight accounts.
+    let artifact = curta_core::convert::convert(
+        curta_client::rehearse::STORIES260K,
+        curta_client::rehearse::TOK512,
+    )
+    .unwrap();
+    let lengths: Vec<u64> = curta_core::decode(&artifact)
+        .unwrap()
+        .sections()
+        .map(|s| s.len() as u64)
+        .collect();
+    let rent = (128 + 808) * 6960 + lengths.iter().map(|l| (128 + 2048 + l) * 6960).sum::<u64>();
+    assert_eq!(json["lamports"]["rent"], rent);
+    assert_eq!(
+        json["lamports"]["fees"],
+        5000 * json["transactions"]["total"].as_u64().unwrap()
+    );
+    assert!(json["seconds"].as_f64().unwrap() > 0.0);
+}

@@ -1,0 +1,162 @@
+//! Faults: dropped transactions, expiring blockhashes, runs aborted at random points. Every
+//! case ends Sealed with the declared hash, loses nothing beyond fees (counted from the
+//! bank's statuses of every transaction forwarded, not from the client's report) and leaves
+//! no account behind.
+
+use super::*;
+use curta_client::{publish, verify};
+use curta_tests::client::{landed, model_rent, Fault, Faulty, FEE};
+use curta_tests::{sha256_chain, split_sections, stories260k_artifact, Rng};
+use std::time::Duration;
+
+/// The end state every fault test requires.
+async fn assert_sealed_and_accounted(
+    bank: &BankTransport,
+    authority: &Keypair,
+    artifact: &[u8],
+    before: u64,
+    forwarded: &[solana_signature::Signature],
+) -> u64 {
+    let sections = split_sections(artifact);
+    let hash = sha256_chain(sections.iter().map(Vec::as_slice));
+    let model =
+        curta_program::state::model_address(&curta_program::id(), &authority.pubkey(), &hash).0;
+    let data = bank
+        .get_accounts(&[model])
+        .await
+        .unwrap()
+        .pop()
+        .flatten()
+        .unwrap()
+        .data;
+    assert_eq!(data[9], 4, "Sealed");
+    assert_eq!(&data[48..80], &hash);
+    assert!(verify(bank, &model, artifact).await.unwrap().ok());
+    let landed = landed(bank, forwarded).await;
+    let after = bank.balance(&authority.pubkey()).await.unwrap();
+    assert_eq!(
+        before - after,
+        model_rent(&lengths(&sections)) + FEE * landed,
+        "rent + one fee per landed transaction"
+    );
+    let live = live_accounts(bank, &authority.pubkey(), &hash, sections.len()).await;
+    assert_eq!(
+        live.len(),
+        1 + sections.len(),
+        "the model and its weight accounts, nothing else"
+    );
+    landed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_transactions_are_resent_until_sealed() {
+    let artifact = stories260k_artifact();
+    let (bank, authority) = bank(100 * SOL).await;
+    let before = bank.balance(&authority.pubkey()).await.unwrap();
+    let faulty = Faulty::new(&bank, Fault::Drop { percent: 15 }, 11);
+    let report = publish(&faulty, &authority, &artifact, true, &options())
+        .await
+        .unwrap();
+    assert_eq!(report.state, "Sealed");
+    assert!(
+        faulty.dropped() > 20,
+        "the wrapper dropped {}",
+        faulty.dropped()
+    );
+    assert!(
+        report.tally.resigned >= faulty.dropped(),
+        "every dropped transaction was signed again"
+    );
+    let landed =
+        assert_sealed_and_accounted(&bank, &authority, &artifact, before, &faulty.forwarded())
+            .await;
+    assert_eq!(
+        landed,
+        report.transactions(),
+        "the report counts exactly what landed"
+    );
+    assert_eq!(report.tally.fees, FEE * landed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_blockhashes_are_replaced() {
+    let artifact = stories260k_artifact();
+    let (bank, authority) = bank(100 * SOL).await;
+    let before = bank.balance(&authority.pubkey()).await.unwrap();
+    let faulty = Faulty::new(
+        &bank,
+        Fault::StaleBlockhash {
+            age: Duration::from_millis(1_600),
+        },
+        12,
+    );
+    // The first blockhash handed out is 1.5 s old when used: past its 150 rotations of
+    // 6.4 ms, so everything signed with it is refused and must be signed again.
+    faulty.latest_blockhash().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let report = publish(&faulty, &authority, &artifact, true, &options())
+        .await
+        .unwrap();
+    assert_eq!(report.state, "Sealed");
+    assert!(
+        report.tally.resigned > 0,
+        "some transactions expired and were re-signed"
+    );
+    let landed =
+        assert_sealed_and_accounted(&bank, &authority, &artifact, before, &faulty.forwarded())
+            .await;
+    assert_eq!(landed, report.transactions());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aborted_runs_resume_from_chain_state() {
+    let artifact = stories260k_artifact();
+    let (bank, authority) = bank(100 * SOL).await;
+    let before = bank.balance(&authority.pubkey()).await.unwrap();
+    let mut rng = Rng::new(13);
+    let mut forwarded = Vec::new();
+    let mut aborted = 0;
+    // Abort runs at random points until one completes; each run starts from the chain.
+    for round in 0..40 {
+        let faulty = Faulty::new(&bank, Fault::None, round);
+        let result = if round % 2 == 1 {
+            // A crash: the connection fails after a random number of send calls.
+            *faulty.fail_after_sends.lock().unwrap() = Some(1 + rng.below(12));
+            publish(&faulty, &authority, &artifact, true, &options())
+                .await
+                .map(|_| ())
+        } else {
+            // An interrupt: the run is dropped at a random moment.
+            let limit = Duration::from_millis(1 + rng.below(40));
+            match tokio::time::timeout(
+                limit,
+                publish(&faulty, &authority, &artifact, true, &options()),
+            )
+            .await
+            {
+                Ok(result) => result.map(|_| ()),
+                Err(_) => Err(curta_client::Error::Stalled("interrupted".into())),
+            }
+        };
+        forwarded.extend(faulty.forwarded());
+        if result.is_ok() {
+            break;
+        }
+        aborted += 1;
+    }
+    assert!(
+        aborted >= 2,
+        "only {aborted} runs were aborted before one completed"
+    );
+    // Let transactions still queued in the bank from the last abort execute, then check
+    // that one more run finds nothing left to do.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let report = publish(&bank, &authority, &artifact, true, &options())
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.state.as_str(), report.transactions()),
+        ("Sealed", 0)
+    );
+    assert_sealed_and_accounted(&bank, &authority, &artifact, before, &forwarded).await;
+}
