@@ -35,6 +35,11 @@ fn seal(p: &Published, section: usize, pass: u32, chunk: u32) -> Instruction {
     ix::seal(&PROGRAM, &p.model, &p.weights[section], pass, chunk)
 }
 
+/// Chunk 0 of `pass`, with the model's authority signing.
+fn start(p: &Published, section: usize, pass: u32) -> Instruction {
+    ix::start_seal(&PROGRAM, &p.model, &p.weights[section], &p.authority, pass)
+}
+
 fn watch(bank: &Bank, models: &[&Published]) -> Vec<Pubkey> {
     let mut out = vec![bank.authority.pubkey(), bank.mallory.pubkey()];
     for p in models {
@@ -130,7 +135,7 @@ async fn write_attacks() {
 
     // Into a frozen section: chunk 0 freezes section zero only; section one stays writable
     // until its first chunk is hashed.
-    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    bank.send(&[start(&p, 0, 0)], &[&a]).await.unwrap();
     let w0 = ix::write(&PROGRAM, &p.weights[0], &p.authority, 0, b"X");
     bank.refused(&[w0], &[&a], 0, err(SectionFrozen), &w).await;
     bank.send(&[write(5, &[p.sections[1][5]])], &[&a])
@@ -320,7 +325,7 @@ async fn init_attacks() {
         .await
         .unwrap();
     write_all(&mut bank, &p, 16).await;
-    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    bank.send(&[start(&p, 0, 0)], &[&a]).await.unwrap();
     bank.refused(&[init(&p.weights[0], 0)], &[&a], 0, err(WrongState), &w)
         .await;
     bank.send(&[seal(&p, 1, 0, 1), seal(&p, 1, 0, 2)], &[])
@@ -338,7 +343,7 @@ async fn seal_attacks() {
     let p = create(&mut bank, tiny_sections(LEN, 5), None).await;
     init_one(&mut bank, &p, 0).await;
     let w = watch(&bank, &[&p]);
-    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(WeightAccountsMissing), &w)
+    bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(WeightAccountsMissing), &w)
         .await;
     init_one(&mut bank, &p, 1).await;
     write_all(&mut bank, &p, 16).await;
@@ -356,32 +361,32 @@ async fn seal_attacks() {
         &w,
     )
     .await;
-    bank.refused(&[seal(&p, 0, 1, 0)], &[], 0, err(StalePass), &w)
+    bank.refused(&[start(&p, 0, 1)], &[&a], 0, err(StalePass), &w)
         .await;
     // Another model's weight account, the weight accounts swapped, the model as weight account
     // and a weight account as model, read-only accounts.
-    let with_theirs = ix::seal(&PROGRAM, &p.model, &q.weights[0], 0, 0);
-    bank.refused(&[with_theirs], &[], 0, err(WrongModel), &w)
+    let with_theirs = ix::start_seal(&PROGRAM, &p.model, &q.weights[0], &p.authority, 0);
+    bank.refused(&[with_theirs], &[&a], 0, err(WrongModel), &w)
         .await;
-    bank.refused(&[seal(&p, 1, 0, 0)], &[], 0, err(WrongSection), &w)
+    bank.refused(&[start(&p, 1, 0)], &[&a], 0, err(WrongSection), &w)
         .await;
-    let model_as_weight = ix::seal(&PROGRAM, &p.model, &p.model, 0, 0);
-    bank.refused(&[model_as_weight], &[], 0, err(NotInitialized), &w)
+    let model_as_weight = ix::start_seal(&PROGRAM, &p.model, &p.model, &p.authority, 0);
+    bank.refused(&[model_as_weight], &[&a], 0, err(NotInitialized), &w)
         .await;
-    let weight_as_model = ix::seal(&PROGRAM, &p.weights[0], &p.weights[0], 0, 0);
-    bank.refused(&[weight_as_model], &[], 0, err(NotAModel), &w)
+    let weight_as_model = ix::start_seal(&PROGRAM, &p.weights[0], &p.weights[0], &p.authority, 0);
+    bank.refused(&[weight_as_model], &[&a], 0, err(NotAModel), &w)
         .await;
     bank.refused(
-        &[readonly(seal(&p, 0, 0, 0), 1)],
-        &[],
+        &[readonly(start(&p, 0, 0), 1)],
+        &[&a],
         0,
         err(NotWritable),
         &w,
     )
     .await;
     bank.refused(
-        &[readonly(seal(&p, 0, 0, 0), 0)],
-        &[],
+        &[readonly(start(&p, 0, 0), 0)],
+        &[&a],
         0,
         err(NotWritable),
         &w,
@@ -389,8 +394,8 @@ async fn seal_attacks() {
     .await;
 
     // A duplicate or replayed seal fails cleanly instead of advancing twice.
-    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
-    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(UnexpectedChunk), &w)
+    bank.send(&[start(&p, 0, 0)], &[&a]).await.unwrap();
+    bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(UnexpectedChunk), &w)
         .await;
     // The second of two identical seals in one transaction fails, and takes the first with it.
     bank.refused(
@@ -411,7 +416,7 @@ async fn seal_attacks() {
     // After Sealed, with any chunk number.
     bank.refused(&[seal(&p, 1, 0, 3)], &[], 0, err(ModelSealed), &w)
         .await;
-    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(ModelSealed), &w)
+    bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(ModelSealed), &w)
         .await;
     // Reopen after Sealed.
     let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
@@ -435,8 +440,15 @@ async fn section_zero_checked_at_first_chunk() {
     bad[28..32].copy_from_slice(&258u32.to_le_bytes());
     let r = written(&mut bank, vec![bad, rng.bytes(LEN)]).await;
     let w = watch(&bank, &[&p, &q, &r]);
+    let a = bank.authority.insecure_clone();
 
-    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(SectionTableMismatch), &w)
+    let (_, logs) = bank.send_logged(&[start(&p, 0, 0)], &[&a]).await;
+    let reason = format!(
+        "Program log: section table: section 1 is {} bytes, declared {LEN}",
+        LEN + 8
+    );
+    assert!(logs.contains(&reason), "{logs:#?}");
+    bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(SectionTableMismatch), &w)
         .await;
     // The reason is logged.
     let (result, logs) = bank.send_logged(&[seal(&q, 0, 0, 1)], &[]).await;
@@ -448,15 +460,15 @@ async fn section_zero_checked_at_first_chunk() {
         logs.iter().all(|l| !l.contains("section zero:")),
         "an UnexpectedChunk parses nothing"
     );
-    let (_, logs) = bank.send_logged(&[seal(&q, 0, 0, 0)], &[]).await;
+    let (_, logs) = bank.send_logged(&[start(&q, 0, 0)], &[&a]).await;
     assert!(
         logs.iter()
             .any(|l| l.starts_with("Program log: section zero: wrong tag at byte 0")),
         "{logs:#?}"
     );
-    bank.refused(&[seal(&q, 0, 0, 0)], &[], 0, err(InvalidSectionZero), &w)
+    bank.refused(&[start(&q, 0, 0)], &[&a], 0, err(InvalidSectionZero), &w)
         .await;
-    bank.refused(&[seal(&r, 0, 0, 0)], &[], 0, err(InvalidSectionZero), &w)
+    bank.refused(&[start(&r, 0, 0)], &[&a], 0, err(InvalidSectionZero), &w)
         .await;
     for x in [&p, &q, &r] {
         let model = bank.model(&x.model).await;
@@ -468,7 +480,6 @@ async fn section_zero_checked_at_first_chunk() {
     }
     // Repair section zero's table (still Open): the seal goes through and stores the config.
     let good = tiny_section_zero(LEN as u64);
-    let a = bank.authority.insecure_clone();
     bank.send(
         &[ix::write(
             &PROGRAM,
@@ -481,7 +492,7 @@ async fn section_zero_checked_at_first_chunk() {
     )
     .await
     .unwrap();
-    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    bank.send(&[start(&p, 0, 0)], &[&a]).await.unwrap();
     let model = bank.model(&p.model).await;
     let c = model.config;
     assert_eq!(
@@ -572,7 +583,7 @@ async fn close_attacks() {
     bank.refused(&[write], &[&a], 0, err(WrongOwner), &w).await;
     let init = ix::init_weight_account(&PROGRAM, &p.model, &p.weights[0], &p.authority, 0);
     bank.refused(&[init], &[&a], 0, err(WrongOwner), &w).await;
-    bank.refused(&[seal(&p, 0, 0, 0)], &[], 0, err(WrongOwner), &w)
+    bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(WrongOwner), &w)
         .await;
     let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
     bank.refused(&[reopen], &[&a], 0, err(WrongOwner), &w).await;
@@ -705,7 +716,7 @@ async fn create_and_reopen_attacks() {
     let reopen = |weights: &[Pubkey]| ix::reopen(&PROGRAM, &p.model, &p.authority, weights);
     bank.refused(&[reopen(&p.weights)], &[&a], 0, err(WrongState), &w)
         .await;
-    bank.send(&[seal(&p, 0, 0, 0)], &[]).await.unwrap();
+    bank.send(&[start(&p, 0, 0)], &[&a]).await.unwrap();
     let w = watch(&bank, &[&p]);
     let by_mallory = ix::reopen(&PROGRAM, &p.model, &m.pubkey(), &p.weights);
     bank.refused(&[by_mallory], &[&m], 0, err(Unauthorized), &w)
@@ -768,4 +779,202 @@ async fn closed_accounts_cannot_be_revived() {
     bank.refused(&[write], &[&a], 0, err(WrongOwner), &w).await;
     let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
     bank.refused(&[reopen], &[&a], 0, err(WrongOwner), &w).await;
+}
+
+/// Weight seeds use only 10 bytes of the model address, so two models of one authority whose
+/// addresses share those bytes share their weight addresses. Close checks each account's
+/// header, not only its address: it never drains another model's weight account.
+#[tokio::test]
+async fn close_refuses_weight_accounts_of_another_model() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    // Model A: sealed. Model B: open, section zero initialized, section one never created.
+    let sealed = written(&mut bank, tiny_sections(LEN, 13)).await;
+    seal_all(&mut bank, &sealed, 0).await;
+    assert_eq!(bank.model(&sealed.model).await.state, ModelState::Sealed);
+    let b = create(&mut bank, tiny_sections(LEN, 14), None).await;
+    init_one(&mut bank, &b, 0).await;
+    let dest = Pubkey::new_unique();
+    let mut w = watch(&bank, &[&sealed, &b]);
+    w.push(dest);
+    let close = ix::close(&PROGRAM, &b.model, &b.authority, &dest, &b.weights);
+
+    // The collision: A's section-one weight account (frozen, full of A's bytes) sits at B's
+    // section-one address.
+    let theirs = bank.account(&sealed.weights[1]).await.unwrap();
+    bank.plant(&b.weights[1], theirs.clone());
+    bank.refused(std::slice::from_ref(&close), &[&a], 0, err(WrongModel), &w)
+        .await;
+
+    // A copy of B's own section-zero account at B's section-one address.
+    let section_zero = bank.account(&b.weights[0]).await.unwrap();
+    bank.plant(&b.weights[1], section_zero);
+    bank.refused(
+        std::slice::from_ref(&close),
+        &[&a],
+        0,
+        err(WrongSection),
+        &w,
+    )
+    .await;
+
+    // Not initialized, but not zero either: one byte of the header, then the magic with an
+    // unknown layout version.
+    let lamports = bank.rent.minimum_balance(WEIGHT_HEADER_LEN + LEN);
+    let blank = solana_sdk::account::Account {
+        lamports,
+        data: vec![0; WEIGHT_HEADER_LEN + LEN],
+        owner: PROGRAM,
+        executable: false,
+        rent_epoch: 0,
+    };
+    let mut dirty = blank.clone();
+    dirty.data[WEIGHT_HEADER_LEN - 1] = 1;
+    let mut unknown_version = theirs.clone();
+    unknown_version.data[8] = 2;
+    for planted in [dirty, unknown_version] {
+        bank.plant(&b.weights[1], planted);
+        bank.refused(
+            std::slice::from_ref(&close),
+            &[&a],
+            0,
+            err(UnrecognizedWeightAccount),
+            &w,
+        )
+        .await;
+    }
+
+    // The model records another account for section zero than the one at its seed address.
+    bank.plant(&b.weights[1], blank);
+    let mut model = bank.account(&b.model).await.unwrap();
+    let mut decoded = state::Model::unpack(&model.data).unwrap();
+    decoded.weight_accounts[0] = Pubkey::new_unique();
+    decoded.pack(&mut model.data);
+    let real_model = bank.account(&b.model).await.unwrap();
+    bank.plant(&b.model, model);
+    bank.refused(
+        std::slice::from_ref(&close),
+        &[&a],
+        0,
+        err(WeightAddressMismatch),
+        &w,
+    )
+    .await;
+
+    // Restored: an initialized account of B and a zeroed one, both closed; A untouched.
+    bank.plant(&b.model, real_model);
+    let sealed_before = bank.snapshot(&sealed.accounts()).await;
+    let sum = bank.lamports(&b.model).await
+        + bank.lamports(&b.weights[0]).await
+        + bank.lamports(&b.weights[1]).await;
+    bank.send(&[close], &[&a]).await.unwrap();
+    assert_eq!(bank.lamports(&dest).await, sum);
+    for x in b.accounts() {
+        assert_eq!(bank.account(&x).await, None);
+    }
+    assert_eq!(bank.snapshot(&sealed.accounts()).await, sealed_before);
+}
+
+/// Section zero's own section-table entry (byte 136) disagrees with its length: the table is
+/// not the declared one (SectionTableMismatch), and the reason is logged.
+#[tokio::test]
+async fn section_zero_length_entry_is_a_table_mismatch() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let mut zero = tiny_section_zero(LEN as u64);
+    let len = zero.len() as u64;
+    // Section zero's entry says 8 bytes more; section one's offset (byte 144) follows it, so
+    // the table still tiles.
+    zero[136..144].copy_from_slice(&(len + 8).to_le_bytes());
+    zero[144..152].copy_from_slice(&(len + 8).to_le_bytes());
+    let p = written(&mut bank, vec![zero, Rng::new(15).bytes(LEN)]).await;
+    let w = watch(&bank, &[&p]);
+    let start = start(&p, 0, 0);
+    let (result, logs) = bank.send_logged(std::slice::from_ref(&start), &[&a]).await;
+    assert_eq!(
+        result,
+        Err(TransactionError::InstructionError(
+            0,
+            err(SectionTableMismatch)
+        ))
+    );
+    let reason = format!(
+        "Program log: section zero: section zero is {len} bytes, but the section table (byte 136) says {}",
+        len + 8
+    );
+    assert!(logs.contains(&reason), "{logs:#?}");
+    bank.refused(&[start], &[&a], 0, err(SectionTableMismatch), &w)
+        .await;
+    let model = bank.model(&p.model).await;
+    assert_eq!((model.state, model.seal_cursor), (ModelState::Open, 0));
+    assert!(!bank.header(&p.weights[0]).await.frozen);
+}
+
+/// Starting a seal pass (chunk 0) freezes section zero: only the authority may do it, in each
+/// pass. Once started, anyone may crank the later chunks.
+#[tokio::test]
+async fn only_the_authority_starts_a_seal_pass() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let m = bank.mallory.insecure_clone();
+    let p = written(&mut bank, tiny_sections(LEN, 16)).await;
+    let w = watch(&bank, &[&p]);
+    let start = |authority: &Pubkey, pass: u32| {
+        ix::start_seal(&PROGRAM, &p.model, &p.weights[0], authority, pass)
+    };
+
+    for pass in 0..2u32 {
+        // Without the authority (the two-account form), by another signer, unsigned.
+        bank.refused(
+            &[seal(&p, 0, pass, 0)],
+            &[],
+            0,
+            err(SealStartNeedsAuthority),
+            &w,
+        )
+        .await;
+        bank.refused(&[start(&m.pubkey(), pass)], &[&m], 0, err(Unauthorized), &w)
+            .await;
+        assert_eq!(
+            bank.send_paid_by(&[start(&m.pubkey(), pass)], &m).await,
+            Err(TransactionError::InstructionError(0, err(Unauthorized)))
+        );
+        bank.refused(
+            &[unsigned(start(&a.pubkey(), pass), 2)],
+            &[],
+            0,
+            InstructionError::MissingRequiredSignature,
+            &w,
+        )
+        .await;
+        let model = bank.model(&p.model).await;
+        assert_eq!((model.state, model.seal_cursor), (ModelState::Open, 0));
+        assert!(!bank.header(&p.weights[0]).await.frozen);
+
+        // The authority starts the pass.
+        bank.send_paid_by(&[start(&a.pubkey(), pass)], &a)
+            .await
+            .unwrap();
+        assert_eq!(bank.model(&p.model).await.state, ModelState::Sealing);
+        // A later chunk takes exactly two accounts, even with the authority signing.
+        let mut with_authority = seal(&p, 1, pass, 1);
+        with_authority
+            .accounts
+            .push(AccountMeta::new_readonly(a.pubkey(), true));
+        bank.refused(&[with_authority], &[&a], 0, err(WrongAccountCount), &w)
+            .await;
+        // Mallory, sole signer and fee payer, cranks the next chunk.
+        bank.send_paid_by(&[seal(&p, 1, pass, 1)], &m)
+            .await
+            .unwrap();
+        assert_eq!(bank.model(&p.model).await.seal_cursor, 2);
+        if pass == 0 {
+            let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
+            bank.send(&[reopen], &[&a]).await.unwrap();
+        }
+    }
+    bank.send_paid_by(&[seal(&p, 1, 1, 2)], &m).await.unwrap();
+    let model = bank.model(&p.model).await;
+    assert_eq!((model.state, model.seal_pass), (ModelState::Sealed, 1));
+    assert_eq!(model.running_hash, p.declared);
 }

@@ -113,6 +113,40 @@ impl Bank {
         )
     }
 
+    /// Sends one transaction whose only signer and fee payer is `payer` (not the context's
+    /// payer) and returns its result.
+    pub async fn send_paid_by(
+        &mut self,
+        instructions: &[Instruction],
+        payer: &Keypair,
+    ) -> Result<(), TransactionError> {
+        self.ctx.last_blockhash = self.ctx.banks_client.get_latest_blockhash().await.unwrap();
+        let sign = |blockhash| {
+            Transaction::new_signed_with_payer(
+                instructions,
+                Some(&payer.pubkey()),
+                &[payer],
+                blockhash,
+            )
+        };
+        let mut tx = sign(self.ctx.last_blockhash);
+        while !self.sent.insert(tx.signatures[0]) {
+            self.ctx.last_blockhash = self.ctx.get_new_latest_blockhash().await.unwrap();
+            tx = sign(self.ctx.last_blockhash);
+        }
+        self.ctx
+            .banks_client
+            .process_transaction_with_metadata(tx)
+            .await
+            .unwrap()
+            .result
+    }
+
+    /// Replaces the account at `address` (for planting accounts no instruction could make).
+    pub fn plant(&mut self, address: &Pubkey, account: Account) {
+        self.ctx.set_account(address, &account.into());
+    }
+
     /// Sends one transaction per batch of the authority's instructions; each must succeed.
     pub async fn send_many(&mut self, batches: Vec<Vec<Instruction>>, signer: &Keypair) {
         for batch in batches {
@@ -343,10 +377,27 @@ pub async fn written(bank: &mut Bank, sections: Vec<Vec<u8>>) -> Published {
     p
 }
 
+/// Sends the Seal of chunk `chunk` in its own transaction: chunk 0 (the start of a pass) with
+/// the authority signing, any later chunk with no signer but the context's fee payer.
+pub async fn seal_chunk(
+    bank: &mut Bank,
+    p: &Published,
+    pass: u32,
+    chunk: u32,
+) -> Result<(), TransactionError> {
+    let (s, _) = p.chunks()[chunk as usize];
+    if chunk == 0 {
+        let start = ix::start_seal(&PROGRAM, &p.model, &p.weights[s], &p.authority, pass);
+        bank.send(&[start], &[&p.signer]).await
+    } else {
+        let seal = ix::seal(&PROGRAM, &p.model, &p.weights[s], pass, chunk);
+        bank.send(&[seal], &[]).await
+    }
+}
+
 /// Sends one Seal for every chunk, in order, each in its own transaction.
 pub async fn seal_all(bank: &mut Bank, p: &Published, pass: u32) {
-    for (i, (s, _)) in p.chunks().into_iter().enumerate() {
-        let seal = ix::seal(&PROGRAM, &p.model, &p.weights[s], pass, i as u32);
-        bank.send(&[seal], &[]).await.unwrap();
+    for chunk in 0..p.chunks().len() as u32 {
+        seal_chunk(bank, p, pass, chunk).await.unwrap();
     }
 }

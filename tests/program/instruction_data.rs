@@ -133,7 +133,7 @@ async fn bank_refuses_garbage_truncated_and_over_long_data() {
     let p = written(&mut bank, tiny_sections(10_000, 31)).await;
     let w = p.accounts();
     let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, 8, &[1, 2, 3]);
-    let seal = ix::seal(&PROGRAM, &p.model, &p.weights[0], 0, 0);
+    let seal = ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, 0);
     let with_data = |i: &Instruction, data: Vec<u8>| Instruction { data, ..i.clone() };
     let bad = InstructionError::InvalidInstructionData;
 
@@ -166,11 +166,11 @@ async fn bank_refuses_garbage_truncated_and_over_long_data() {
         .await;
     let mut long = seal.data.clone();
     long.extend([0; 4]);
-    bank.refused(&[with_data(&seal, long)], &[], 0, bad.clone(), &w)
+    bank.refused(&[with_data(&seal, long)], &[&a], 0, bad.clone(), &w)
         .await;
     bank.refused(
         &[with_data(&seal, seal.data[..8].to_vec())],
-        &[],
+        &[&a],
         0,
         bad.clone(),
         &w,
@@ -183,7 +183,7 @@ async fn bank_refuses_garbage_truncated_and_over_long_data() {
         if !data.is_empty() {
             data[0] = 6 + (data[0] % 250);
         }
-        bank.refused(&[with_data(&seal, data)], &[], 0, bad.clone(), &w)
+        bank.refused(&[with_data(&seal, data)], &[&a], 0, bad.clone(), &w)
             .await;
     }
     // Too few or too many accounts for a well-formed instruction.
@@ -206,7 +206,7 @@ async fn bank_refuses_garbage_truncated_and_over_long_data() {
         ));
     bank.refused(
         &[extra],
-        &[],
+        &[&a],
         0,
         custom(curta_program::error::CurtaError::WrongAccountCount),
         &w,
@@ -214,5 +214,5 @@ async fn bank_refuses_garbage_truncated_and_over_long_data() {
     .await;
     // The well-formed instructions still work afterwards.
     bank.send(&[write], &[&a]).await.unwrap();
-    bank.send(&[seal], &[]).await.unwrap();
+    bank.send(&[seal], &[&a]).await.unwrap();
 }

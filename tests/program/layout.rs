@@ -3,7 +3,6 @@
 
 use crate::harness::*;
 use curta_program::error::CurtaError;
-use curta_program::instruction as ix;
 use curta_program::state;
 use curta_tests::tiny_sections;
 use solana_pubkey::Pubkey;
@@ -54,9 +53,7 @@ async fn raw_account_bytes() {
     }
 
     write_all(&mut bank, &p, 16).await;
-    bank.send(&[ix::seal(&PROGRAM, &p.model, &p.weights[0], 0, 0)], &[])
-        .await
-        .unwrap();
+    seal_chunk(&mut bank, &p, 0, 0).await.unwrap();
     let d = bank.account(&p.model).await.unwrap().data;
     assert_eq!(d[9], 2, "Sealing");
     assert_eq!(u32_at(&d, 112), 1);
@@ -119,6 +116,8 @@ fn error_codes() {
         (22, CurtaError::SectionTableMismatch),
         (23, CurtaError::WrongAccountCount),
         (27, CurtaError::Overflow),
+        (28, CurtaError::SealStartNeedsAuthority),
+        (29, CurtaError::UnrecognizedWeightAccount),
     ];
     for (code, e) in pinned {
         assert_eq!(e as u32, code);
@@ -128,7 +127,8 @@ fn error_codes() {
         assert_eq!(CurtaError::try_from(e as u32), Ok(e));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(CurtaError::try_from(28), Err(28));
+    assert_eq!(CurtaError::ALL.len(), 30);
+    assert_eq!(CurtaError::try_from(30), Err(30));
     assert_eq!(CurtaError::try_from(u32::MAX), Err(u32::MAX));
 }
 

@@ -1,7 +1,6 @@
 //! The whole life cycle on the artifact converted from stories260K.
 
 use crate::harness::*;
-use curta_program::instruction as ix;
 use curta_program::state::{ModelState, MODEL_LEN, WEIGHT_HEADER_LEN};
 use curta_tests::{sha256_chain, split_sections, stories260k_artifact};
 
@@ -65,8 +64,7 @@ async fn stories260k_life_cycle() {
 
     let mut expected = [0u8; 32];
     for (i, (s, c)) in p.chunks().into_iter().enumerate() {
-        let seal = ix::seal(&PROGRAM, &p.model, &p.weights[s], 0, i as u32);
-        bank.send(&[seal], &[]).await.unwrap();
+        seal_chunk(&mut bank, &p, 0, i as u32).await.unwrap();
         let start = c as usize * 65_536;
         let end = (start + 65_536).min(p.sections[s].len());
         expected = sha256_chain_step(&expected, &p.sections[s][start..end]);

@@ -2,7 +2,6 @@
 //! Writes of MAX_WRITE_BYTES and sealed in 160 chunks.
 
 use crate::harness::*;
-use curta_program::instruction as ix;
 use curta_program::state::{ModelState, MAX_WEIGHT_ACCOUNT_LEN, WEIGHT_HEADER_LEN};
 use curta_tests::{sha256_chain, tiny_sections};
 use std::time::Instant;
@@ -34,13 +33,8 @@ async fn largest_weight_account_written_and_sealed_in_160_chunks() {
     let started = Instant::now();
     let chunks = p.chunks();
     assert_eq!(chunks.iter().filter(|(s, _)| *s == 1).count(), 160);
-    for (i, (s, _)) in chunks.iter().enumerate() {
-        bank.send(
-            &[ix::seal(&PROGRAM, &p.model, &p.weights[*s], 0, i as u32)],
-            &[],
-        )
-        .await
-        .unwrap();
+    for chunk in 0..chunks.len() as u32 {
+        seal_chunk(&mut bank, &p, 0, chunk).await.unwrap();
     }
     eprintln!("161 chunks sealed in {:.1?}", started.elapsed());
     let model = bank.model(&p.model).await;

@@ -38,9 +38,8 @@ async fn mismatch_reopen_repair_reseal() {
 
     let chunks = p.chunks();
     let (last, rest) = chunks.split_last().unwrap();
-    for (i, (s, _)) in rest.iter().enumerate() {
-        let seal = ix::seal(&PROGRAM, &p.model, &p.weights[*s], 0, i as u32);
-        bank.send(&[seal], &[]).await.unwrap();
+    for chunk in 0..rest.len() as u32 {
+        seal_chunk(&mut bank, &p, 0, chunk).await.unwrap();
     }
     let seal = ix::seal(&PROGRAM, &p.model, &p.weights[last.0], 0, rest.len() as u32);
     let (result, logs) = bank.send_logged(&[seal], &[]).await;
@@ -64,8 +63,8 @@ async fn mismatch_reopen_repair_reseal() {
 
     // Mismatch is final for sealing: another seal, a write or an init are refused.
     let watch = p.accounts();
-    let seal = ix::seal(&PROGRAM, &p.model, &p.weights[0], 0, 0);
-    bank.refused(&[seal], &[], 0, custom(CurtaError::WrongState), &watch)
+    let start = ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, 0);
+    bank.refused(&[start], &[&a], 0, custom(CurtaError::WrongState), &watch)
         .await;
     let fix = ix::write(
         &PROGRAM,
@@ -109,8 +108,8 @@ async fn mismatch_reopen_repair_reseal() {
 
     bank.send(&[fix], &[&a]).await.unwrap();
     // A seal of the old pass is stale.
-    let stale = ix::seal(&PROGRAM, &p.model, &p.weights[0], 0, 0);
-    bank.refused(&[stale], &[], 0, custom(CurtaError::StalePass), &watch)
+    let stale = ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, 0);
+    bank.refused(&[stale], &[&a], 0, custom(CurtaError::StalePass), &watch)
         .await;
     seal_all(&mut bank, &p, 1).await;
     let model = bank.model(&p.model).await;
@@ -127,12 +126,8 @@ async fn reopen_midway_through_sealing() {
     write_all(&mut bank, &p, 8).await;
     let a = bank.authority.insecure_clone();
     // Chunk 0 (section zero) and chunk 1 (section one's first): both sections frozen.
-    bank.send(&[ix::seal(&PROGRAM, &p.model, &p.weights[0], 0, 0)], &[])
-        .await
-        .unwrap();
-    bank.send(&[ix::seal(&PROGRAM, &p.model, &p.weights[1], 0, 1)], &[])
-        .await
-        .unwrap();
+    seal_chunk(&mut bank, &p, 0, 0).await.unwrap();
+    seal_chunk(&mut bank, &p, 0, 1).await.unwrap();
     assert_eq!(bank.model(&p.model).await.state, ModelState::Sealing);
     bank.send(
         &[ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights)],

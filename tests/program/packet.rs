@@ -44,3 +44,39 @@ fn max_write_fits_one_packet() {
         PACKET_DATA_SIZE + 1
     );
 }
+
+/// The packet-sized Write, processed: a transaction whose only signer and fee payer is the
+/// authority, 1,232 bytes on the wire, lands its 1,019 bytes.
+#[tokio::test]
+async fn single_signer_max_write_lands_in_the_bank() {
+    use crate::harness::*;
+    use curta_program::state::WEIGHT_HEADER_LEN;
+
+    let mut bank = Bank::start().await;
+    let p = create(&mut bank, curta_tests::tiny_sections(6_000, 23), None).await;
+    init_all(&mut bank, &p).await;
+    // The authority (funded with 1,000 SOL when the bank starts) pays its own fee.
+    let offset = 3_000usize;
+    let bytes = curta_tests::Rng::new(24).bytes(MAX_WRITE_BYTES);
+    let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, offset as u32, &bytes);
+    let blockhash = bank.ctx.banks_client.get_latest_blockhash().await.unwrap();
+    let tx =
+        Transaction::new_signed_with_payer(&[write], Some(&p.authority), &[&p.signer], blockhash);
+    assert_eq!(tx.signatures.len(), 1);
+    assert_eq!(tx.message.header.num_required_signatures, 1);
+    assert_eq!(tx.message.account_keys[0], p.authority, "the fee payer");
+    assert_eq!(bincode::serialize(&tx).unwrap().len(), PACKET_DATA_SIZE);
+
+    let before = bank.lamports(&p.authority).await;
+    bank.ctx.banks_client.process_transaction(tx).await.unwrap();
+    assert_eq!(
+        before - bank.lamports(&p.authority).await,
+        5_000,
+        "one signature's fee"
+    );
+    let data = bank.account(&p.weights[1]).await.unwrap().data;
+    let section = &data[WEIGHT_HEADER_LEN..];
+    assert!(section[offset..offset + MAX_WRITE_BYTES] == bytes[..]);
+    assert!(section[..offset].iter().all(|&b| b == 0));
+    assert!(section[offset + MAX_WRITE_BYTES..].iter().all(|&b| b == 0));
+}

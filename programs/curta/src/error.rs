@@ -62,11 +62,15 @@ pub enum CurtaError {
     InvalidDestination = 26,
     #[error("arithmetic overflow")]
     Overflow = 27,
+    #[error("the seal of chunk 0 starts a pass: it needs the model's authority as third account, signing")]
+    SealStartNeedsAuthority = 28,
+    #[error("account at a weight address holds neither a zero header nor a valid weight header")]
+    UnrecognizedWeightAccount = 29,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 28] = [
+    pub const ALL: [CurtaError; 30] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -95,6 +99,8 @@ impl CurtaError {
         CurtaError::NotWritable,
         CurtaError::InvalidDestination,
         CurtaError::Overflow,
+        CurtaError::SealStartNeedsAuthority,
+        CurtaError::UnrecognizedWeightAccount,
     ];
 }
 

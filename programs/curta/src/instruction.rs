@@ -41,10 +41,12 @@ pub enum CurtaInstruction {
     /// 1. `[signer]` authority
     Write { offset: u32, bytes: Vec<u8> },
 
-    /// Hashes chunk `chunk` of seal pass `pass` (both must equal the model's). Anyone may send it.
+    /// Hashes chunk `chunk` of seal pass `pass` (both must equal the model's). Chunk 0 starts
+    /// the pass and needs the authority; anyone may send the later chunks.
     ///
     /// 0. `[writable]` model
     /// 1. `[writable]` weight account of the section the seal cursor is in
+    /// 2. `[signer]` authority: only when `chunk` is 0 (no third account otherwise)
     Seal { pass: u32, chunk: u32 },
 
     /// Returns a Sealing or Mismatch model to Open: unfreezes every section, starts a new pass.
@@ -151,6 +153,9 @@ pub fn write(
     )
 }
 
+/// The Seal of chunk `chunk` in its two-account form: model and weight account, no signer.
+/// For chunk 0, which starts a pass, use `start_seal` (the program refuses this form there
+/// with `SealStartNeedsAuthority`).
 pub fn seal(
     program_id: &Pubkey,
     model: &Pubkey,
@@ -165,6 +170,26 @@ pub fn seal(
             AccountMeta::new(*weight, false)
         ],
         &CurtaInstruction::Seal { pass, chunk },
+    )
+}
+
+/// The Seal of chunk 0 of pass `pass`, which starts the pass: only the model's authority may
+/// send it (third account, signer). Later chunks are `seal`, which anyone may send.
+pub fn start_seal(
+    program_id: &Pubkey,
+    model: &Pubkey,
+    weight: &Pubkey,
+    authority: &Pubkey,
+    pass: u32,
+) -> Instruction {
+    instruction(
+        program_id,
+        alloc::vec![
+            AccountMeta::new(*model, false),
+            AccountMeta::new(*weight, false),
+            AccountMeta::new_readonly(*authority, true),
+        ],
+        &CurtaInstruction::Seal { pass, chunk: 0 },
     )
 }
 

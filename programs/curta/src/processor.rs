@@ -232,12 +232,23 @@ fn process_seal(
     pass: u32,
     chunk: u32,
 ) -> ProgramResult {
-    let [model_info, weight_info] = accounts else {
-        return Err(CurtaError::WrongAccountCount.into());
+    // Chunk 0 starts a pass and freezes section zero: the authority must sign it. Every later
+    // chunk takes exactly the model and the weight account, and anyone may send it.
+    let (model_info, weight_info, authority) = match (accounts, chunk) {
+        ([_, _], 0) => return Err(CurtaError::SealStartNeedsAuthority.into()),
+        ([model_info, weight_info], _) => (model_info, weight_info, None),
+        ([model_info, weight_info, authority], 0) => (model_info, weight_info, Some(authority)),
+        _ => return Err(CurtaError::WrongAccountCount.into()),
     };
     writable(model_info)?;
     writable(weight_info)?;
     let mut model = load_model(program_id, model_info)?;
+    if let Some(authority) = authority {
+        if model.authority != *authority.key {
+            return Err(CurtaError::Unauthorized.into());
+        }
+        signer(authority)?;
+    }
     match model.state {
         ModelState::Open | ModelState::Sealing => {}
         ModelState::Sealed => return Err(CurtaError::ModelSealed.into()),
@@ -275,16 +286,33 @@ fn process_seal(
             let metadata =
                 curta_core::Metadata::parse(&data[WEIGHT_HEADER_LEN..]).map_err(|e| {
                     log!("section zero: {}", e);
-                    CurtaError::InvalidSectionZero
+                    match e {
+                        // Section zero's own table entry differs from its declared length.
+                        curta_core::FormatError::SectionZeroLength { .. } => {
+                            CurtaError::SectionTableMismatch
+                        }
+                        _ => CurtaError::InvalidSectionZero,
+                    }
                 })?;
             let declared = model.sections();
-            let table_matches = metadata.section_count() == declared.len()
-                && metadata
-                    .sections()
-                    .zip(declared)
-                    .all(|(entry, &length)| entry.length == length as u64);
-            if !table_matches {
+            if metadata.section_count() != declared.len() {
+                log!(
+                    "section table: {} sections, declared {}",
+                    metadata.section_count(),
+                    declared.len()
+                );
                 return Err(CurtaError::SectionTableMismatch.into());
+            }
+            for (section, (entry, &length)) in metadata.sections().zip(declared).enumerate() {
+                if entry.length != length as u64 {
+                    log!(
+                        "section table: section {} is {} bytes, declared {}",
+                        section,
+                        entry.length,
+                        length
+                    );
+                    return Err(CurtaError::SectionTableMismatch.into());
+                }
             }
             model.config = metadata.config();
             model.state = ModelState::Sealing;
@@ -383,7 +411,9 @@ fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult
         writable(weight_info)?;
         // A seed address with this program as owner can only be owned by the system program
         // (not created, or created elsewise) or by this program.
-        if weight_info.owner != program_id && weight_info.owner != &system_program::ID {
+        if weight_info.owner == program_id {
+            closable_weight(&model, model_info.key, section, weight_info)?;
+        } else if weight_info.owner != &system_program::ID {
             return Err(CurtaError::WrongOwner.into());
         }
     }
@@ -393,6 +423,38 @@ fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult
         }
     }
     drain(model_info, destination)
+}
+
+/// Checks that the program-owned account at section `section`'s seed address belongs to the
+/// model being closed. The seed holds only 10 bytes of the model address, so two models of one
+/// authority can share weight addresses: the address alone does not prove it. An initialized
+/// account must name this model and section in its header (and be the account the model
+/// recorded, once it recorded one); an uninitialized one must have an all-zero header.
+fn closable_weight(
+    model: &Model,
+    model_key: &Pubkey,
+    section: usize,
+    weight_info: &AccountInfo,
+) -> ProgramResult {
+    let data = weight_info.try_borrow_data()?;
+    if data[..data.len().min(WEIGHT_HEADER_LEN)]
+        .iter()
+        .all(|&b| b == 0)
+    {
+        return Ok(());
+    }
+    let header = WeightHeader::unpack(&data).map_err(|_| CurtaError::UnrecognizedWeightAccount)?;
+    if header.model != *model_key {
+        return Err(CurtaError::WrongModel.into());
+    }
+    if header.section as usize != section {
+        return Err(CurtaError::WrongSection.into());
+    }
+    let bound = model.weight_accounts[section];
+    if bound != Pubkey::default() && bound != *weight_info.key {
+        return Err(CurtaError::WeightAddressMismatch.into());
+    }
+    Ok(())
 }
 
 /// Moves every lamport of `account` to `destination`, shrinks its data to nothing (no byte of
