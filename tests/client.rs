@@ -3,6 +3,8 @@
 
 #[path = "client/bad_input.rs"]
 mod bad_input;
+#[path = "client/crank.rs"]
+mod crank;
 #[path = "client/faults.rs"]
 mod faults;
 #[path = "client/publish.rs"]

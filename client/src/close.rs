@@ -109,18 +109,7 @@ pub async fn close<T: Transport>(
         0,
         fee,
     )?;
-    let window = engine.profile.window;
-    if let Some(failure) = engine
-        .run(vec![item], window, false)
-        .await?
-        .into_iter()
-        .next()
-    {
-        return Err(Error::Transaction {
-            what: "close",
-            error: failure.error,
-        });
-    }
+    engine.run_one(item, "close").await?;
     Ok(CloseReport {
         cluster: t.describe(),
         model: *model_address,

@@ -226,6 +226,24 @@ impl<'a, T: Transport> Engine<'a, T> {
         Ok(())
     }
 
+    /// Sends one transaction until it lands; an error it landed with becomes
+    /// `Error::Transaction` named `what`.
+    pub async fn run_one(&mut self, item: Item, what: &'static str) -> Result<(), Error> {
+        let window = self.profile.window;
+        match self
+            .run(vec![item], window, false)
+            .await?
+            .into_iter()
+            .next()
+        {
+            Some(failure) => Err(Error::Transaction {
+                what,
+                error: failure.error,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Sends every item, at most `window` in flight, until each has landed (successfully or
     /// not). Items whose blockhash expired unlanded are signed again with a fresh one. With
     /// `stop_on_failure`, the first failure stops sending the rest (seals must go in order).

@@ -194,13 +194,24 @@ pub fn seals(model_address: &Pubkey, model: &Model) -> Vec<Item> {
             let (section, _) = model.locate_chunk(chunk).unwrap_or((0, 0));
             Item {
                 kind: Kind::Seal,
-                instructions: vec![ix::seal(
-                    &program,
-                    model_address,
-                    &model.weights()[section],
-                    model.seal_pass,
-                    chunk,
-                )],
+                instructions: vec![if chunk == 0 {
+                    // Starting a pass is the authority's call; anyone may crank the rest.
+                    ix::start_seal(
+                        &program,
+                        model_address,
+                        &model.weights()[section],
+                        &model.authority,
+                        model.seal_pass,
+                    )
+                } else {
+                    ix::seal(
+                        &program,
+                        model_address,
+                        &model.weights()[section],
+                        model.seal_pass,
+                        chunk,
+                    )
+                }],
                 section: chunk as usize,
                 bytes: 0,
             }

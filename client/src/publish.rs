@@ -207,19 +207,7 @@ pub(crate) async fn run_reopen<T: Transport>(
     chain: &OnChain,
 ) -> Result<(), Error> {
     let item = plan::reopen(chain, &engine.payer().pubkey());
-    let window = engine.profile.window;
-    if let Some(failure) = engine
-        .run(vec![item], window, false)
-        .await?
-        .into_iter()
-        .next()
-    {
-        return Err(Error::Transaction {
-            what: "reopen",
-            error: failure.error,
-        });
-    }
-    Ok(())
+    engine.run_one(item, "reopen").await
 }
 
 /// Creates what is missing and writes what differs, re-planning from the chain after every

@@ -67,7 +67,10 @@ pub async fn seal<T: Transport>(
             }
             None => (Vec::new(), false),
         };
-        if (reopen || !writes.is_empty()) && payer.pubkey() != model.authority {
+        // Rewriting, reopening and starting a seal pass (chunk 0) need the authority; once a
+        // pass has started, anyone may crank it.
+        let starts_pass = reopen || model.seal_cursor == 0;
+        if (starts_pass || !writes.is_empty()) && payer.pubkey() != model.authority {
             return Err(Error::NotAuthority {
                 model: *model_address,
                 signer: payer.pubkey(),
