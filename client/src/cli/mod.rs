@@ -45,6 +45,11 @@ pub enum Command {
 }
 
 pub fn main() -> ExitCode {
+    // The in-process bank (rehearse, demo) logs every instruction at debug level unless told
+    // otherwise; keep the terminal for the report. Set before any thread starts.
+    if std::env::var_os("RUST_LOG").is_none() {
+        std::env::set_var("RUST_LOG", "error");
+    }
     let cli = Cli::parse();
     let cluster = cli.cluster;
     let result = match cli.command {
