@@ -99,18 +99,7 @@ fn model(name: &str) -> Vec<u8> {
             },
             true,
         ),
-        "stories15M" => (
-            Config {
-                dim: 288,
-                hidden_dim: 768,
-                layers: 6,
-                heads: 6,
-                kv_heads: 6,
-                vocab_size: 32000,
-                context_length: 256,
-            },
-            true,
-        ),
+        "stories15M" => (synth::STORIES15M, true),
         other => panic!("unknown model {other}"),
     };
     let checkpoint = synth::checkpoint(&config, tied, 42);

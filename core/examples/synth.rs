@@ -21,18 +21,7 @@ fn main() {
         .map(|s| s.parse().expect("SEED is a u64"))
         .unwrap_or(15);
     let (config, tied) = match shape {
-        "stories15M" => (
-            Config {
-                dim: 288,
-                hidden_dim: 768,
-                layers: 6,
-                heads: 6,
-                kv_heads: 6,
-                vocab_size: 32_000,
-                context_length: 256,
-            },
-            true,
-        ),
+        "stories15M" => (synth::STORIES15M, true),
         "gqa" => (
             Config {
                 dim: 128,

@@ -81,40 +81,9 @@ pub fn sha256_chain<'a>(sections: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32
     h
 }
 
-/// A seeded generator (SplitMix64): the same seed gives the same bytes on every machine.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A value in 0..n (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-
-    pub fn fill(&mut self, out: &mut [u8]) {
-        for chunk in out.chunks_mut(8) {
-            let word = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
-    }
-
-    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
-        let mut out = vec![0u8; len];
-        self.fill(&mut out);
-        out
-    }
-}
+/// The seeded generator (SplitMix64) the synthetic checkpoints use: the same seed gives the
+/// same bytes on every machine.
+pub use curta_core::convert::synth::Rng;
 
 /// The configuration of the hand-built artifact: dimension 8, hidden dimension 8, one layer,
 /// one head (head size 8), one key and value head, 259 tokens, context 1. Its 9 matrices

@@ -4,6 +4,18 @@
 
 use crate::Config;
 
+/// stories15M's shape (the spec's example): dim 288, hidden 768, 6 layers, 6 heads,
+/// vocabulary 32,000, context 256; its classifier is tied.
+pub const STORIES15M: Config = Config {
+    dim: 288,
+    hidden_dim: 768,
+    layers: 6,
+    heads: 6,
+    kv_heads: 6,
+    vocab_size: 32_000,
+    context_length: 256,
+};
+
 /// SplitMix64: small, fast and fully specified.
 pub struct Rng(u64);
 
@@ -23,6 +35,24 @@ impl Rng {
     /// Uniform in [0, 1), 24 random bits (exact in f32).
     pub fn unit(&mut self) -> f32 {
         (self.next_u64() >> 40) as f32 / (1u32 << 24) as f32
+    }
+
+    /// A value in 0..n (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    pub fn fill(&mut self, out: &mut [u8]) {
+        for chunk in out.chunks_mut(8) {
+            let word = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+    }
+
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        self.fill(&mut out);
+        out
     }
 }
 
