@@ -207,3 +207,4 @@ pub fn tiny_sections(section_one_len: usize, seed: u64) -> Vec<Vec<u8>> {
     ]
 }
 pub mod client;
+pub mod rpc_shim;

@@ -4,8 +4,13 @@ use super::{Profile, Simulation, Transport, TxStatus};
 use crate::Error;
 use futures::future::join_all;
 use solana_account::Account;
+use solana_client::client_error::{ClientError, ClientErrorKind};
 use solana_client::nonblocking::rpc_client::RpcClient;
-use solana_client::rpc_config::{RpcSendTransactionConfig, RpcSimulateTransactionConfig};
+use solana_client::rpc_config::{
+    RpcAccountInfoConfig, RpcSendTransactionConfig, RpcSimulateTransactionConfig,
+};
+use solana_client::rpc_request::RpcError;
+use solana_client::rpc_response::UiAccountEncoding;
 use solana_commitment_config::CommitmentConfig;
 use solana_hash::Hash;
 use solana_message::Message;
@@ -18,6 +23,9 @@ use std::time::Duration;
 const ACCOUNTS_PER_REQUEST: usize = 4;
 /// Most signatures per getSignatureStatuses request (the RPC limit).
 const SIGNATURES_PER_REQUEST: usize = 256;
+/// JSON-RPC "invalid params": for sendTransaction, the node found the transaction itself
+/// malformed (undecodable, too large, not sanitizable). Sending it again cannot help.
+const INVALID_PARAMS: i64 = -32602;
 
 pub struct RpcTransport {
     client: RpcClient,
@@ -27,6 +35,24 @@ pub struct RpcTransport {
 
 fn rpc_error(err: impl std::fmt::Display) -> Error {
     Error::Transport(format!("RPC: {err}"))
+}
+
+/// A node's answer that does not fit the question: one value per address or signature asked.
+fn check_len(method: &str, asked: usize, answered: usize) -> Result<(), Error> {
+    match asked == answered {
+        true => Ok(()),
+        false => Err(rpc_error(format!(
+            "{method} answered {answered} values for {asked} requested"
+        ))),
+    }
+}
+
+/// The node refused the transaction itself as malformed (not a transient failure).
+fn refused_as_malformed(err: &ClientError) -> bool {
+    matches!(
+        err.kind(),
+        ClientErrorKind::RpcError(RpcError::RpcResponseError { code, .. }) if *code == INVALID_PARAMS
+    )
 }
 
 impl RpcTransport {
@@ -57,13 +83,33 @@ impl Transport for RpcTransport {
 
     async fn get_accounts(&self, addresses: &[Pubkey]) -> Result<Vec<Option<Account>>, Error> {
         let mut accounts = Vec::with_capacity(addresses.len());
+        // Asked as base64+zstd and decoded here: solana-client's own decoding panics on data
+        // a node returns in another encoding.
+        let config = RpcAccountInfoConfig {
+            encoding: Some(UiAccountEncoding::Base64Zstd),
+            commitment: Some(self.commitment),
+            ..RpcAccountInfoConfig::default()
+        };
         for batch in addresses.chunks(ACCOUNTS_PER_REQUEST) {
             let response = self
                 .client
-                .get_multiple_accounts_with_commitment(batch, self.commitment)
+                .get_multiple_ui_accounts_with_config(batch, config.clone())
                 .await
                 .map_err(rpc_error)?;
-            accounts.extend(response.value);
+            check_len("getMultipleAccounts", batch.len(), response.value.len())?;
+            for (address, account) in batch.iter().zip(response.value) {
+                let account = match account {
+                    None => None,
+                    Some(ui) => Some(ui.to_account().ok_or_else(|| {
+                        rpc_error(format!(
+                            "getMultipleAccounts: account {address}: data or owner not decodable \
+                             (asked for base64+zstd, got {:?})",
+                            ui.data
+                        ))
+                    })?),
+                };
+                accounts.push(account);
+            }
         }
         Ok(accounts)
     }
@@ -124,7 +170,18 @@ impl Transport for RpcTransport {
         )
         .await;
         // A transaction the node refused is simply not landed: the engine re-signs it when its
-        // blockhash expires. Only a node that refuses everything is an error.
+        // blockhash expires. Only a node that refuses everything is an error, or one that
+        // refuses a transaction as malformed (signing it again would not change that).
+        for (tx, result) in transactions.iter().zip(&results) {
+            if let Err(err) = result {
+                if refused_as_malformed(err) {
+                    return Err(rpc_error(format!(
+                        "sendTransaction refused transaction {}: {err}",
+                        tx.signatures[0]
+                    )));
+                }
+            }
+        }
         match results.iter().find_map(|r| r.as_ref().err()) {
             Some(err) if results.iter().all(|r| r.is_err()) => Err(rpc_error(err)),
             _ => Ok(()),
@@ -139,6 +196,7 @@ impl Transport for RpcTransport {
                 .get_signature_statuses(batch)
                 .await
                 .map_err(rpc_error)?;
+            check_len("getSignatureStatuses", batch.len(), response.value.len())?;
             statuses.extend(response.value.into_iter().map(|status| match status {
                 None => TxStatus::Unknown,
                 Some(status) if status.satisfies_commitment(self.commitment) => {

@@ -1,0 +1,233 @@
+//! The `client` binary over RPC: publish, seal, status, verify and close against the
+//! in-process JSON-RPC node of tests/support/rpc_shim.rs (the real program on a bank), through
+//! `--url http://127.0.0.1:PORT`, `--keypair` and `--commitment`. Expected values come from the
+//! bank directly and from the sha2 crate.
+
+// The node's whole interface is not used here.
+#[allow(dead_code)]
+#[path = "../../tests/support/rpc_shim.rs"]
+mod rpc_shim;
+
+use rpc_shim::RpcShim;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use solana_keypair::Keypair;
+use solana_pubkey::Pubkey;
+use solana_signer::Signer;
+use std::path::Path;
+use std::process::Command;
+use std::str::FromStr;
+
+const SOL: u64 = 1_000_000_000;
+
+/// Runs the binary (off the runtime, which keeps serving the node meanwhile).
+async fn client(args: Vec<String>) -> (bool, String, String) {
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new(env!("CARGO_BIN_EXE_client"))
+            .args(&args)
+            .env("RUST_LOG", "error")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// `client <command...> --url <node> --keypair <file> --commitment <level> --output json`,
+/// which must succeed and print one JSON document.
+async fn client_json(command: &[&str], url: &str, keypair: &Path, commitment: &str) -> Value {
+    let mut args: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+    args.extend(
+        [
+            "--url",
+            url,
+            "--keypair",
+            &keypair.display().to_string(),
+            "--commitment",
+            commitment,
+            "--output",
+            "json",
+        ]
+        .map(String::from),
+    );
+    let (ok, stdout, stderr) = client(args.clone()).await;
+    assert!(ok, "client {args:?} failed: {stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("client {args:?}: {e}: {stdout}"))
+}
+
+/// The weights hash with the sha2 crate: h = 32 zero bytes, h = SHA-256(h || chunk) over the
+/// 65,536-byte chunks of every section in order.
+fn weights_hash(artifact: &[u8]) -> String {
+    let decoded = curta_core::decode(artifact).unwrap();
+    let mut h = [0u8; 32];
+    for section in decoded.sections() {
+        for chunk in section.chunks(65_536) {
+            h = Sha256::new()
+                .chain_update(h)
+                .chain_update(chunk)
+                .finalize()
+                .into();
+        }
+    }
+    h.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Rent-exempt minimum from toolchain.md's numbers: (128 + len) x 6,960 lamports.
+fn rent(data_len: usize) -> u64 {
+    (128 + data_len as u64) * 6_960
+}
+
+fn model_rent(artifact: &[u8]) -> u64 {
+    let decoded = curta_core::decode(artifact).unwrap();
+    rent(808)
+        + decoded
+            .sections()
+            .map(|s| rent(2_048 + s.len()))
+            .sum::<u64>()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_publish_seal_status_verify_close_over_rpc() {
+    let authority = Keypair::new();
+    let shim = RpcShim::start(&[(authority.pubkey(), 100 * SOL)]).await;
+    let url = shim.url();
+    let banks = shim.banks();
+    let dir = tempfile::tempdir().unwrap();
+    let keypair = dir.path().join("authority.json");
+    std::fs::write(
+        &keypair,
+        serde_json::to_string(&authority.to_bytes().to_vec()).unwrap(),
+    )
+    .unwrap();
+    let stories = curta_core::convert::convert(
+        curta_client::rehearse::STORIES260K,
+        curta_client::rehearse::TOK512,
+    )
+    .unwrap();
+    let stories_path = dir.path().join("stories260K.curta");
+    std::fs::write(&stories_path, &stories).unwrap();
+    let stories_file = stories_path.display().to_string();
+    let before = banks.get_balance(authority.pubkey()).await.unwrap();
+
+    // publish, then seal, at "processed".
+    let published = client_json(&["publish", &stories_file], &url, &keypair, "processed").await;
+    assert_eq!(published["cluster"], url.as_str());
+    assert_eq!(published["state"], "Open");
+    assert_eq!(published["weights_hash"], weights_hash(&stories).as_str());
+    let model = published["model"].as_str().unwrap().to_string();
+    let sealed = client_json(&["seal", &model], &url, &keypair, "processed").await;
+    assert_eq!(sealed["state"], "Sealed");
+
+    // The bank's model account: Sealed, declared and running hash equal to the sha2 chain.
+    let account = banks
+        .get_account(Pubkey::from_str(&model).unwrap())
+        .await
+        .unwrap()
+        .expect("model account on the bank");
+    let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(account.data[9], 4, "Sealed");
+    assert_eq!(hex(&account.data[48..80]), weights_hash(&stories));
+    assert_eq!(hex(&account.data[80..112]), weights_hash(&stories));
+
+    // Exact lamports, from the bank: rent held plus the fee of every executed transaction.
+    let after = banks.get_balance(authority.pubkey()).await.unwrap();
+    let fees = shim.fees_charged(&authority.pubkey()).await;
+    let executed = shim.executed().len() as u64;
+    assert_eq!(fees, 5_000 * executed);
+    assert_eq!(before - after, model_rent(&stories) + fees);
+    let reported_fees = published["lamports"]["fees"].as_u64().unwrap()
+        + sealed["lamports"]["fees"].as_u64().unwrap();
+    assert_eq!(reported_fees, fees);
+    assert_eq!(
+        published["transactions"]["total"].as_u64().unwrap()
+            + sealed["transactions"]["total"].as_u64().unwrap(),
+        executed
+    );
+    // At "processed" a transaction counts the first time it is seen.
+    for e in shim.executed() {
+        assert_eq!(shim.reported(&e.transaction.signatures[0]), ["processed"]);
+    }
+
+    // status (at "confirmed") and verify read it back over RPC.
+    let status = client_json(
+        &["status", &model, "--artifact", &stories_file],
+        &url,
+        &keypair,
+        "confirmed",
+    )
+    .await;
+    assert_eq!(status["state"], "Sealed");
+    assert_eq!(status["running_hash"], weights_hash(&stories).as_str());
+    assert_eq!(status["lamports"]["rent_held"], model_rent(&stories));
+    for section in status["sections"].as_array().unwrap() {
+        assert_eq!(section["differing_bytes"], 0, "{section}");
+    }
+    let verified = client_json(
+        &["verify", &model, &stories_file],
+        &url,
+        &keypair,
+        "finalized",
+    )
+    .await;
+    assert_eq!(verified["ok"], true);
+    assert_eq!(verified["onchain_hash"], weights_hash(&stories).as_str());
+
+    // A second model, left open and closed: all its rent comes back.
+    let tiny = tiny_artifact();
+    let tiny_path = dir.path().join("tiny.curta");
+    std::fs::write(&tiny_path, &tiny).unwrap();
+    let before_tiny = banks.get_balance(authority.pubkey()).await.unwrap();
+    let executed_before = shim.executed().len() as u64;
+    let tiny_published = client_json(
+        &["publish", &tiny_path.display().to_string()],
+        &url,
+        &keypair,
+        "confirmed",
+    )
+    .await;
+    let tiny_model = tiny_published["model"].as_str().unwrap().to_string();
+    assert_eq!(tiny_published["lamports"]["rent"], model_rent(&tiny));
+    let closed = client_json(&["close", &tiny_model], &url, &keypair, "confirmed").await;
+    assert_eq!(closed["state"], "closed");
+    assert_eq!(
+        closed["lamports"]["recovered"],
+        model_rent(&tiny),
+        "{closed}"
+    );
+    assert_eq!(closed["lamports"]["fees"], 5_000);
+    assert_eq!(closed["accounts_closed"], 3);
+    let tiny_model = Pubkey::from_str(&tiny_model).unwrap();
+    assert_eq!(banks.get_account(tiny_model).await.unwrap(), None);
+    let executed_tiny = shim.executed().len() as u64 - executed_before;
+    assert_eq!(
+        before_tiny - banks.get_balance(authority.pubkey()).await.unwrap(),
+        5_000 * executed_tiny,
+        "only fees are lost"
+    );
+    assert_eq!(shim.dropped(), 0);
+}
+
+/// A small artifact: a synthetic llama2.c checkpoint (dimension 16, one layer, 300 tokens)
+/// and tokenizer, converted.
+fn tiny_artifact() -> Vec<u8> {
+    use curta_core::convert::synth;
+    let config = curta_core::Config {
+        dim: 16,
+        hidden_dim: 32,
+        layers: 1,
+        heads: 2,
+        kv_heads: 2,
+        vocab_size: 300,
+        context_length: 8,
+    };
+    curta_core::convert::convert(
+        &synth::checkpoint(&config, true, 11),
+        &synth::tokenizer(config.vocab_size, 12),
+    )
+    .unwrap()
+}
