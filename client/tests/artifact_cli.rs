@@ -323,7 +323,7 @@ fn hash_and_inspect_errors() {
             &wrong_tag,
             vec![
                 "wrong tag at byte 0".to_string(),
-                "[58, 55, 52, 54, 41, 57, 30, 31]".to_string(),
+                r#"found "XURTAW01""#.to_string(),
             ],
         ),
     ];
