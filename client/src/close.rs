@@ -114,7 +114,15 @@ pub async fn close<T: Transport>(
         cluster: t.describe(),
         model: *model_address,
         destination,
-        recovered: chain.rent_held(),
+        // Close drains the model and every program-owned weight account (initialized or
+        // not); lamports at an address nobody created stay where they are.
+        recovered: chain.model_lamports
+            + chain
+                .weights
+                .iter()
+                .filter(|w| w.account.is_some())
+                .map(|w| w.lamports())
+                .sum::<u64>(),
         fees: engine.tally.fees,
         accounts_closed: 1 + chain.weights.iter().filter(|w| w.account.is_some()).count(),
         seconds: started.elapsed().as_secs_f64(),

@@ -112,7 +112,9 @@ pub fn writes(
 }
 
 /// The create items: CreateModel if the model is missing, then create_account_with_seed +
-/// InitWeightAccount for each missing weight account, grouped so that a transaction
+/// InitWeightAccount for each missing weight account (for a pre-funded address: transfer of
+/// the shortfall + allocate_with_seed + InitWeightAccount; for an account created but never
+/// initialized: InitWeightAccount alone), grouped so that a transaction
 /// allocates at most 2 x 10 MiB and fits a packet. `rent(len)` is the rent-exempt minimum.
 pub fn creates<T: Transport>(
     engine: &Engine<'_, T>,
@@ -136,28 +138,54 @@ pub fn creates<T: Transport>(
         data += curta_program::state::MODEL_LEN;
     }
     for (section, weight) in chain.weights.iter().enumerate() {
-        if weight.account.is_some() {
+        if weight.header.is_some() {
             continue;
         }
         let space = WEIGHT_HEADER_LEN + lengths[section] as usize;
-        let pair = [
-            solana_system_interface::instruction::create_account_with_seed(
+        let init = ix::init_weight_account(
+            &program,
+            &chain.address,
+            &weight.address,
+            &authority,
+            section as u8,
+        );
+        let seed = weight_seed(&chain.address, section as u8);
+        let (pair, space) = if weight.uninitialized() {
+            // Created but never initialized: only the header is missing.
+            (vec![init], 0)
+        } else if weight.prefunded > 0 {
+            // create_account_with_seed refuses an address holding lamports: top it up to the
+            // rent-exempt minimum, then allocate (which also assigns it to the program).
+            let mut v = Vec::with_capacity(3);
+            let shortfall = rent(space).saturating_sub(weight.prefunded);
+            if shortfall > 0 {
+                v.push(solana_system_interface::instruction::transfer(
+                    &authority,
+                    &weight.address,
+                    shortfall,
+                ));
+            }
+            v.push(solana_system_interface::instruction::allocate_with_seed(
+                &weight.address,
+                &authority,
+                &seed,
+                space as u64,
+                &program,
+            ));
+            v.push(init);
+            (v, space)
+        } else {
+            let create = solana_system_interface::instruction::create_account_with_seed(
                 &authority,
                 &weight.address,
                 &authority,
-                &weight_seed(&chain.address, section as u8),
+                &seed,
                 rent(space),
                 space as u64,
                 &program,
-            ),
-            ix::init_weight_account(
-                &program,
-                &chain.address,
-                &weight.address,
-                &authority,
-                section as u8,
-            ),
-        ];
+            );
+            (vec![create, init], space)
+        };
         let mut candidate = current.clone();
         candidate.extend(pair.iter().cloned());
         if !current.is_empty()
@@ -234,10 +262,11 @@ pub fn reopen(chain: &OnChain, authority: &Pubkey) -> Item {
     }
 }
 
-/// Rent of the accounts that do not exist yet.
+/// Rent the payer still owes for the accounts that do not exist yet: each one's rent-exempt
+/// minimum less what its address already holds.
 pub fn missing_rent(chain: &OnChain, lengths: &[u32], rent: &dyn Fn(usize) -> u64) -> u64 {
     let model = if chain.model.is_none() {
-        rent(curta_program::state::MODEL_LEN)
+        rent(curta_program::state::MODEL_LEN).saturating_sub(chain.model_lamports)
     } else {
         0
     };
@@ -247,13 +276,13 @@ pub fn missing_rent(chain: &OnChain, lengths: &[u32], rent: &dyn Fn(usize) -> u6
             .iter()
             .zip(lengths)
             .filter(|(w, _)| w.account.is_none())
-            .map(|(_, len)| rent(WEIGHT_HEADER_LEN + *len as usize))
+            .map(|(w, len)| rent(WEIGHT_HEADER_LEN + *len as usize).saturating_sub(w.prefunded))
             .sum::<u64>()
 }
 
-/// An error unless every weight account exists.
+/// An error unless every weight account exists and is initialized.
 pub fn require_complete(chain: &OnChain) -> Result<(), Error> {
-    match chain.weights.iter().position(|w| w.account.is_none()) {
+    match chain.weights.iter().position(|w| w.header.is_none()) {
         Some(section) => Err(Error::Incomplete {
             model: chain.address,
             section,
