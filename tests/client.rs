@@ -7,6 +7,10 @@ mod bad_input;
 mod crank;
 #[path = "client/faults.rs"]
 mod faults;
+#[path = "client/prefunded.rs"]
+mod prefunded;
+#[path = "client/priced.rs"]
+mod priced;
 #[path = "client/publish.rs"]
 mod publish;
 #[path = "client/repair.rs"]
@@ -76,3 +80,5 @@ pub async fn live_accounts<T: Transport>(
         .map(|(k, _)| k)
         .collect()
 }
+#[path = "client/rpc.rs"]
+mod rpc;

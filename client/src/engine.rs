@@ -11,6 +11,7 @@ use solana_hash::Hash;
 use solana_instruction::Instruction;
 use solana_keypair::Keypair;
 use solana_message::Message;
+use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
 use solana_transaction::Transaction;
@@ -22,6 +23,59 @@ use std::time::Instant;
 pub const PACKET_LEN: usize = 1232;
 /// An item not accepted after this many signings stops the run.
 const MAX_ATTEMPTS: u32 = 30;
+/// The most compute units a transaction may request (and what it gets without a limit).
+pub const MAX_COMPUTE_UNITS: u32 = 1_400_000;
+
+/// The compute-unit limit a kind's transactions carry (with a price) when its representative
+/// cannot be simulated yet, e.g. Writes and Seals before their accounts exist. Estimates from
+/// the published syscall costs (docs/program.md): a Write costs a few thousand units, a Seal
+/// of a full 65,536-byte chunk about 33,000 plus a few thousand.
+pub fn fixed_limit(kind: Kind) -> u32 {
+    match kind {
+        Kind::Create => 100_000,
+        Kind::Write => 20_000,
+        Kind::Seal => 50_000,
+        Kind::Other => 100_000,
+    }
+}
+
+/// The limit for `units` measured by simulation: 1.2 x units + 1,000, seals at least the
+/// seal bound (the cost of hashing a full chunk, whichever chunk was measured).
+pub fn measured_limit(kind: Kind, units: u64) -> u32 {
+    let floor = if kind == Kind::Seal {
+        fixed_limit(Kind::Seal) as u64
+    } else {
+        1_000
+    };
+    (units + units / 5 + 1_000)
+        .max(floor)
+        .min(MAX_COMPUTE_UNITS as u64) as u32
+}
+
+/// What decides a transaction's compute-unit limit: its kind and, for creates (which carry
+/// different numbers and kinds of instructions), the program, tag and account count of
+/// each instruction. Writes, seals and others have one limit per kind.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Shape(Kind, Vec<(Pubkey, u8, usize)>);
+
+fn shape(kind: Kind, instructions: &[Instruction]) -> Shape {
+    match kind {
+        Kind::Create => Shape(
+            kind,
+            instructions
+                .iter()
+                .map(|ix| {
+                    (
+                        ix.program_id,
+                        ix.data.first().copied().unwrap_or(0),
+                        ix.accounts.len(),
+                    )
+                })
+                .collect(),
+        ),
+        _ => Shape(kind, Vec::new()),
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -74,6 +128,33 @@ pub struct Failure {
     pub error: TransactionError,
 }
 
+impl Failure {
+    /// `Error::Transaction` named `what`, saying which section and account it was about.
+    pub fn into_error(self, what: &'static str) -> Error {
+        Error::Transaction {
+            what,
+            about: about(&self.item),
+            error: self.error,
+        }
+    }
+}
+
+/// Which section, chunk and account an item is about, where it knows it.
+pub fn about(item: &Item) -> Option<String> {
+    let account = |i: usize| {
+        item.instructions
+            .first()
+            .and_then(|ix| ix.accounts.get(i))
+            .map(|a| a.pubkey)
+    };
+    match item.kind {
+        // Write: [weight, authority]; Seal: [model, weight, ...].
+        Kind::Write => account(0).map(|w| format!("section {} (weight account {w})", item.section)),
+        Kind::Seal => account(1).map(|w| format!("chunk {} (weight account {w})", item.section)),
+        _ => None,
+    }
+}
+
 struct InFlight {
     item: Item,
     signature: Signature,
@@ -87,8 +168,10 @@ pub struct Engine<'a, T: Transport> {
     payer: &'a Keypair,
     pub profile: Profile,
     price: Option<u64>,
-    limits: HashMap<Kind, u32>,
-    fees: HashMap<Kind, u64>,
+    /// Compute-unit limits by shape (with a price), measured or fixed; set once per run.
+    limits: HashMap<Shape, u32>,
+    /// By kind and the compute-unit limit its transactions carry (it changes when measured).
+    fees: HashMap<(Kind, Option<u32>), u64>,
     blockhash: Option<(Hash, u64, Instant)>,
     pub tally: Tally,
     pub progress: Progress,
@@ -133,7 +216,9 @@ impl<'a, T: Transport> Engine<'a, T> {
     fn instructions(&self, item: &Item) -> Vec<Instruction> {
         let mut instructions = Vec::with_capacity(item.instructions.len() + 2);
         if let Some(price) = self.price {
-            let limit = self.limits.get(&item.kind).copied().unwrap_or(1_400_000);
+            let limit = self
+                .limit(item.kind, &item.instructions)
+                .unwrap_or(MAX_COMPUTE_UNITS);
             instructions.push(ComputeBudgetInstruction::set_compute_unit_limit(limit));
             instructions.push(ComputeBudgetInstruction::set_compute_unit_price(price));
         }
@@ -143,29 +228,31 @@ impl<'a, T: Transport> Engine<'a, T> {
 
     /// Serialized size of the transaction an item becomes (signatures included).
     pub fn transaction_len(&self, instructions: &[Instruction]) -> usize {
-        let mut all = Vec::new();
-        if self.price.is_some() {
-            all.push(ComputeBudgetInstruction::set_compute_unit_limit(1_400_000));
-            all.push(ComputeBudgetInstruction::set_compute_unit_price(u64::MAX));
-        }
-        all.extend(instructions.iter().cloned());
-        let message = Message::new(&all, Some(&self.payer.pubkey()));
-        let signatures = message.header.num_required_signatures as usize;
-        short_vec_len(signatures) + 64 * signatures + message.serialize().len()
+        transaction_len(&self.payer.pubkey(), self.price.is_some(), instructions)
     }
 
-    /// The fee of one transaction of this kind (all of a kind have the same signers and
-    /// compute budget).
+    /// The compute-unit limit an item of this kind and these instructions carries, once
+    /// measured (or fixed); `None` without a price.
+    pub fn limit(&self, kind: Kind, instructions: &[Instruction]) -> Option<u32> {
+        self.limits.get(&shape(kind, instructions)).copied()
+    }
+
+    /// The fee of one transaction of this kind and shape (one signer; with a price, the
+    /// limit it will really carry: its representative `example` is measured first if its
+    /// shape has no limit yet). Call it on a representative of each kind before a cost check
+    /// so that the check and the transactions sent use the same limits.
     pub async fn fee(&mut self, kind: Kind, example: &[Instruction]) -> Result<u64, Error> {
-        if let Some(fee) = self.fees.get(&kind) {
-            return Ok(*fee);
-        }
         let item = Item {
             kind,
             instructions: example.to_vec(),
             section: 0,
             bytes: 0,
         };
+        self.measure(&item).await?;
+        let key = (kind, self.limit(kind, example));
+        if let Some(fee) = self.fees.get(&key) {
+            return Ok(*fee);
+        }
         let (blockhash, _) = self.fresh_blockhash().await?;
         let message = Message::new_with_blockhash(
             &self.instructions(&item),
@@ -173,7 +260,7 @@ impl<'a, T: Transport> Engine<'a, T> {
             &blockhash,
         );
         let fee = self.transport.fee_for_message(&message).await?;
-        self.fees.insert(kind, fee);
+        self.fees.insert(key, fee);
         Ok(fee)
     }
 
@@ -190,15 +277,19 @@ impl<'a, T: Transport> Engine<'a, T> {
         }
     }
 
-    /// With a compute-unit price: simulate the first item of a kind to measure its compute
-    /// units, and set that kind's limit to the measure plus a margin. A simulation that fails
-    /// stops everything before anything of that kind is spent.
+    /// With a compute-unit price: simulate the first item of a shape to measure its compute
+    /// units, and set that shape's limit to the measure plus a margin (`measured_limit`). A
+    /// simulation the chain refuses (its accounts do not exist yet, or already do) sets the
+    /// kind's fixed bound instead (`fixed_limit`): the run goes on and re-plans as usual.
     async fn measure(&mut self, item: &Item) -> Result<(), Error> {
-        if self.price.is_none() || self.limits.contains_key(&item.kind) {
+        let key = shape(item.kind, &item.instructions);
+        if self.price.is_none() || self.limits.contains_key(&key) {
             return Ok(());
         }
         let (blockhash, _) = self.fresh_blockhash().await?;
-        let mut instructions = vec![ComputeBudgetInstruction::set_compute_unit_limit(1_400_000)];
+        let mut instructions = vec![ComputeBudgetInstruction::set_compute_unit_limit(
+            MAX_COMPUTE_UNITS,
+        )];
         instructions.extend(item.instructions.iter().cloned());
         let tx = Transaction::new_signed_with_payer(
             &instructions,
@@ -207,22 +298,11 @@ impl<'a, T: Transport> Engine<'a, T> {
             blockhash,
         );
         let simulation = self.transport.simulate(&tx).await?;
-        if let Err(error) = simulation.result {
-            return Err(Error::Transaction {
-                what: kind_name(item.kind),
-                error,
-            });
-        }
-        // Hashing a full 65,536-byte chunk costs about 33,000 units whichever chunk is measured.
-        let floor = if item.kind == Kind::Seal {
-            50_000
-        } else {
-            1_000
+        let limit = match simulation.result {
+            Ok(()) => measured_limit(item.kind, simulation.units),
+            Err(_) => fixed_limit(item.kind),
         };
-        let limit = (simulation.units + simulation.units / 5 + 1_000)
-            .max(floor)
-            .min(1_400_000);
-        self.limits.insert(item.kind, limit as u32);
+        self.limits.insert(key, limit);
         Ok(())
     }
 
@@ -236,10 +316,7 @@ impl<'a, T: Transport> Engine<'a, T> {
             .into_iter()
             .next()
         {
-            Some(failure) => Err(Error::Transaction {
-                what,
-                error: failure.error,
-            }),
+            Some(failure) => Err(failure.into_error(what)),
             None => Ok(()),
         }
     }
@@ -314,6 +391,14 @@ impl<'a, T: Transport> Engine<'a, T> {
             }
             let signatures: Vec<Signature> = in_flight.iter().map(|f| f.signature).collect();
             let statuses = self.transport.statuses(&signatures).await?;
+            if statuses.len() != signatures.len() {
+                return Err(Error::Transport(format!(
+                    "{} returned {} signature statuses for {} signatures",
+                    self.transport.describe(),
+                    statuses.len(),
+                    signatures.len()
+                )));
+            }
             let mut still = Vec::with_capacity(in_flight.len());
             let mut resolved = 0usize;
             let mut retry = Vec::new();
@@ -347,7 +432,7 @@ impl<'a, T: Transport> Engine<'a, T> {
             }
             in_flight = still;
             if resolved == 0 && !in_flight.is_empty() {
-                tokio::time::sleep(self.profile.poll).await;
+                self.transport.wait_for_progress().await;
             }
         }
         Ok(failures)
@@ -384,6 +469,48 @@ pub fn kind_name(kind: Kind) -> &'static str {
         Kind::Seal => "seal",
         Kind::Other => "reopen/close",
     }
+}
+
+/// Serialized size of a transaction of `instructions` paid by `payer` (signatures included),
+/// with the two compute-budget instructions first if `compute_budget`.
+pub fn transaction_len(
+    payer: &Pubkey,
+    compute_budget: bool,
+    instructions: &[Instruction],
+) -> usize {
+    let mut all = Vec::new();
+    if compute_budget {
+        all.push(ComputeBudgetInstruction::set_compute_unit_limit(
+            MAX_COMPUTE_UNITS,
+        ));
+        all.push(ComputeBudgetInstruction::set_compute_unit_price(u64::MAX));
+    }
+    all.extend(instructions.iter().cloned());
+    let message = Message::new(&all, Some(payer));
+    let signatures = message.header.num_required_signatures as usize;
+    short_vec_len(signatures) + 64 * signatures + message.serialize().len()
+}
+
+/// Most payload bytes one Write carries with one signer (the authority paying), with or
+/// without the two compute-budget instructions.
+pub fn write_capacity(compute_budget: bool) -> usize {
+    let authority = Pubkey::new_unique();
+    let weight = Pubkey::new_unique();
+    let mut bytes = curta_program::instruction::MAX_WRITE_BYTES;
+    while bytes > 1 {
+        let write = curta_program::instruction::write(
+            &curta_program::id(),
+            &weight,
+            &authority,
+            u32::MAX,
+            &vec![0xff; bytes],
+        );
+        if transaction_len(&authority, compute_budget, &[write]) <= PACKET_LEN {
+            break;
+        }
+        bytes -= 1;
+    }
+    bytes
 }
 
 fn short_vec_len(n: usize) -> usize {

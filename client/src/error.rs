@@ -14,7 +14,8 @@ pub enum Error {
     Transport(String),
     #[error(
         "payer {payer} holds {balance} lamports ({}), but this needs {needed} lamports ({}): \
-         {rent} rent + {fees} fees; fund the payer and run the command again",
+         {rent} rent + {fees} fees + {reserve} the payer keeps (its own rent-exempt minimum); \
+         fund the payer and run the command again",
         sol(*balance), sol(*needed)
     )]
     InsufficientFunds {
@@ -23,6 +24,9 @@ pub enum Error {
         needed: u64,
         rent: u64,
         fees: u64,
+        /// The payer's own rent-exempt minimum: the runtime refuses a transaction that leaves
+        /// the fee payer with fewer lamports (but more than none).
+        reserve: u64,
     },
     #[error("no model account at {0}")]
     ModelNotFound(Pubkey),
@@ -32,6 +36,8 @@ pub enum Error {
         owner: Pubkey,
         len: usize,
     },
+    #[error("model account {address} is inconsistent: {problem}")]
+    BadModel { address: Pubkey, problem: String },
     #[error("the artifact's weights hash {artifact} differs from model {model}'s declared hash {declared}")]
     HashMismatch {
         model: Pubkey,
@@ -52,7 +58,7 @@ pub enum Error {
         section: usize,
         problem: String,
     },
-    #[error("model {model}: section {section}'s weight account {address} does not exist yet; run `client publish` with the artifact first")]
+    #[error("model {model}: section {section}'s weight account {address} is not created and initialized yet; run `client publish` with the artifact first")]
     Incomplete {
         model: Pubkey,
         section: usize,
@@ -75,9 +81,15 @@ pub enum Error {
         signer: Pubkey,
         authority: Pubkey,
     },
-    #[error("{what} transaction failed: {}", describe_transaction_error(.error))]
+    #[error(
+        "{what} transaction{} failed: {}",
+        .about.as_ref().map_or(String::new(), |a| format!(" for {a}")),
+        describe_transaction_error(.error)
+    )]
     Transaction {
         what: &'static str,
+        /// The section, chunk and account it was about, where the transaction knows it.
+        about: Option<String>,
         error: TransactionError,
     },
     #[error("{0}")]

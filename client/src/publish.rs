@@ -63,11 +63,13 @@ pub async fn publish<T: Transport>(
             Some(m) if !reopen => m.total_chunks - m.seal_cursor,
             _ => total_chunks(&artifact.lengths),
         };
+        // With a price, `fee` measures each kind's representative first, so the check and
+        // the transactions use the same compute-unit limits.
         let mut fees = 0;
-        if let Some(item) = creates.first() {
-            fees += creates.len() as u64 * engine.fee(Kind::Create, &item.instructions).await?;
+        for item in &creates {
+            fees += engine.fee(Kind::Create, &item.instructions).await?;
         }
-        if let Some(item) = writes.first() {
+        if let Some(item) = writes.iter().max_by_key(|w| w.bytes) {
             fees += writes.len() as u64 * engine.fee(Kind::Write, &item.instructions).await?;
         }
         if reopen {
@@ -75,17 +77,18 @@ pub async fn publish<T: Transport>(
             fees += engine.fee(Kind::Other, &item.instructions).await?;
         }
         if seal && remaining_chunks > 0 {
-            let example = curta_program::instruction::seal(
-                &curta_program::id(),
-                &model_address,
-                &model_address,
-                0,
-                0,
-            );
+            let example = seal_representative(&chain, &model_address, &authority.pubkey(), reopen);
             fees += remaining_chunks as u64 * engine.fee(Kind::Seal, &[example]).await?;
         }
         let needed_rent = plan::missing_rent(&chain, &artifact.lengths, &rent);
-        check_funds(&authority.pubkey(), balance_before, needed_rent, fees)?;
+        let reserve = t.rent_minimum(0).await?;
+        check_funds_keeping(
+            &authority.pubkey(),
+            balance_before,
+            needed_rent,
+            fees,
+            reserve,
+        )?;
 
         if reopen {
             run_reopen(&mut engine, &chain).await?;
@@ -164,8 +167,51 @@ pub(crate) fn check_model(
     Ok(())
 }
 
+/// The next seal to send, to measure seals with: the chunk at the cursor, or chunk 0 of a
+/// pass still to start (which the chain refuses to simulate while the model is missing or
+/// must be reopened first: the engine then uses the fixed seal limit).
+pub(crate) fn seal_representative(
+    chain: &OnChain,
+    model_address: &Pubkey,
+    authority: &Pubkey,
+    reopen: bool,
+) -> solana_instruction::Instruction {
+    match &chain.model {
+        Some(model) if !reopen => {
+            if let Some(item) = plan::seals(model_address, model).into_iter().next() {
+                return item.instructions[0].clone();
+            }
+        }
+        _ => {}
+    }
+    let weight = chain.weights.first().map_or(*model_address, |w| w.address);
+    let pass = chain.model.as_ref().map_or(0, |m| m.seal_pass + 1);
+    curta_program::instruction::start_seal(
+        &curta_program::id(),
+        model_address,
+        &weight,
+        authority,
+        pass,
+    )
+}
+
+/// Refuses, with the numbers, a payer that cannot cover `rent` + `fees` (a payer that gains
+/// lamports, as when closing, needs no reserve).
 pub(crate) fn check_funds(payer: &Pubkey, balance: u64, rent: u64, fees: u64) -> Result<(), Error> {
-    let needed = rent + fees;
+    check_funds_keeping(payer, balance, rent, fees, 0)
+}
+
+/// Refuses, with the numbers, a payer that cannot cover `rent` + `fees` and still hold
+/// `reserve` (its own rent-exempt minimum) afterwards: the runtime refuses any transaction
+/// that leaves a fee payer with some lamports but fewer than that.
+pub(crate) fn check_funds_keeping(
+    payer: &Pubkey,
+    balance: u64,
+    rent: u64,
+    fees: u64,
+    reserve: u64,
+) -> Result<(), Error> {
+    let needed = rent + fees + reserve;
     if balance < needed {
         return Err(Error::InsufficientFunds {
             payer: *payer,
@@ -173,6 +219,7 @@ pub(crate) fn check_funds(payer: &Pubkey, balance: u64, rent: u64, fees: u64) ->
             needed,
             rent,
             fees,
+            reserve,
         });
     }
     Ok(())
@@ -274,10 +321,7 @@ pub(crate) async fn write_rounds<T: Transport>(
             // A create that lost a race with an earlier run's late transaction is re-planned;
             // a failed write means the chain refuses it (frozen, sealed...): stop.
             if kind == Kind::Write || stalled >= STALL_ROUNDS {
-                return Err(Error::Transaction {
-                    what: kind_name(kind),
-                    error: failure.error,
-                });
+                return Err(failure.into_error(kind_name(kind)));
             }
         }
         if stalled >= STALL_ROUNDS {

@@ -1,7 +1,7 @@
 //! What an operation did: the report printed as text or JSON (`--output json`).
 
 use crate::artifact::hex;
-use crate::engine::Tally;
+use crate::engine::{write_capacity, Tally};
 use crate::error::sol;
 use serde_json::{json, Value};
 use solana_pubkey::Pubkey;
@@ -48,7 +48,13 @@ impl Report {
                 "create": t.create, "write": t.write, "seal": t.seal, "other": t.other,
                 "failed": t.failed, "total": t.landed(), "resigned": t.resigned,
             },
-            "write_bytes_per_tx": { "min": t.write_bytes_min.unwrap_or(0), "max": t.write_bytes_max },
+            // Payload bytes of the writes sent; and the most a Write carries with one signer,
+            // without and with the two compute-budget instructions a price adds.
+            "write_bytes_per_tx": {
+                "min": t.write_bytes_min.unwrap_or(0), "max": t.write_bytes_max,
+                "capacity": write_capacity(false),
+                "capacity_with_compute_budget": write_capacity(true),
+            },
             "bytes_written": t.bytes_written,
             "lamports": {
                 "rent": self.rent, "fees": t.fees, "rent_held": self.rent_held,
@@ -91,6 +97,11 @@ impl Report {
                 t.bytes_written
             );
         }
+        s += &format!(
+            "write capacity: {} bytes, {} with compute-budget instructions\n",
+            write_capacity(false),
+            write_capacity(true)
+        );
         s += &format!(
             "lamports:       {} rent + {} fees = {} spent ({}); rent held {}\n",
             self.rent,

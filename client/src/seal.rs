@@ -8,8 +8,8 @@ use crate::error::curta_error;
 use crate::plan;
 use crate::progress::Progress;
 use crate::publish::{
-    check_funds, check_model, needs_reopen, rent_table, run_reopen, state_name, write_rounds,
-    STALL_ROUNDS,
+    check_funds_keeping, check_model, needs_reopen, rent_table, run_reopen, seal_representative,
+    state_name, write_rounds, STALL_ROUNDS,
 };
 use crate::report::Report;
 use crate::transport::Transport;
@@ -82,8 +82,10 @@ pub async fn seal<T: Transport>(
         } else {
             model.total_chunks - model.seal_cursor
         };
+        // With a price, `fee` measures each kind's representative first, so the check and
+        // the transactions use the same compute-unit limits.
         let mut fees = 0;
-        if let Some(item) = writes.first() {
+        if let Some(item) = writes.iter().max_by_key(|w| w.bytes) {
             fees += writes.len() as u64
                 * engine
                     .fee(crate::engine::Kind::Write, &item.instructions)
@@ -96,16 +98,11 @@ pub async fn seal<T: Transport>(
                 .await?;
         }
         if chunks > 0 {
-            let example = curta_program::instruction::seal(
-                &curta_program::id(),
-                model_address,
-                model_address,
-                0,
-                0,
-            );
+            let example = seal_representative(&chain, model_address, &model.authority, reopen);
             fees += chunks as u64 * engine.fee(crate::engine::Kind::Seal, &[example]).await?;
         }
-        check_funds(&payer.pubkey(), balance_before, 0, fees)?;
+        let reserve = t.rent_minimum(0).await?;
+        check_funds_keeping(&payer.pubkey(), balance_before, 0, fees, reserve)?;
         if reopen {
             run_reopen(&mut engine, &chain).await?;
         }
@@ -194,10 +191,7 @@ pub(crate) async fn seal_rounds<T: Transport>(
                             Err(mismatch(model_address, &m))
                         }
                         Some(m) if m.state == ModelState::Sealed => Ok(m),
-                        _ => Err(Error::Transaction {
-                            what: "seal",
-                            error: failure.error,
-                        }),
+                        _ => Err(failure.into_error("seal")),
                     };
                 }
             }

@@ -3,12 +3,34 @@
 
 use crate::artifact::{hex, LocalArtifact};
 use crate::chain;
-use crate::plan::differing_bytes;
-use crate::publish::{check_model, state_name};
+use crate::engine::{transaction_len, write_capacity, PACKET_LEN};
+use crate::plan::{differing_bytes, MAX_NEW_DATA_PER_TX};
+use crate::publish::{check_model, needs_reopen, rent_table, state_name};
 use crate::transport::Transport;
 use crate::Error;
+use curta_program::state::{weight_seed, ModelState, WEIGHT_HEADER_LEN};
 use serde_json::json;
+use solana_message::Message;
 use solana_pubkey::Pubkey;
+use std::time::Instant;
+
+/// What is still needed to finish (publish with the artifact, then seal), counted as
+/// `client publish --seal` would plan it now with one signer and no compute-budget
+/// instructions. Writes (and so fees) are known only with the artifact.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needed {
+    pub create: u64,
+    pub write: Option<u64>,
+    pub seal: u64,
+    /// A Reopen, when frozen sections must be rewritten.
+    pub other: u64,
+    pub write_bytes_min: Option<usize>,
+    pub write_bytes_max: Option<usize>,
+    /// Rent of the weight accounts still to create.
+    pub rent: u64,
+    /// Fees of all those transactions (None while the writes are unknown).
+    pub fees: Option<u64>,
+}
 
 #[derive(Clone, Debug)]
 pub struct SectionStatus {
@@ -38,6 +60,8 @@ pub struct Status {
     pub total_chunks: u32,
     pub rent_held: u64,
     pub sections: Vec<SectionStatus>,
+    pub needed: Needed,
+    pub seconds: f64,
 }
 
 pub async fn status<T: Transport>(
@@ -45,6 +69,7 @@ pub async fn status<T: Transport>(
     model_address: &Pubkey,
     artifact: Option<&[u8]>,
 ) -> Result<Status, Error> {
+    let started = Instant::now();
     let artifact = artifact.map(LocalArtifact::decode).transpose()?;
     let (model, _) = chain::read_model(t, model_address)
         .await?
@@ -82,6 +107,7 @@ pub async fn status<T: Transport>(
             }
         })
         .collect();
+    let needed = needed(t, &chain, &model, artifact.as_ref()).await?;
     Ok(Status {
         cluster: t.describe(),
         model: *model_address,
@@ -94,7 +120,100 @@ pub async fn status<T: Transport>(
         total_chunks: model.total_chunks,
         rent_held: chain.rent_held(),
         sections,
+        needed,
+        seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The transactions, rent and fees still needed to reach Sealed.
+async fn needed<T: Transport>(
+    t: &T,
+    chain: &chain::OnChain,
+    model: &curta_program::state::Model,
+    artifact: Option<&LocalArtifact<'_>>,
+) -> Result<Needed, Error> {
+    let mut n = Needed::default();
+    if model.state == ModelState::Sealed {
+        n.write = Some(0);
+        n.fees = Some(0);
+        return Ok(n);
+    }
+    let lengths = model.sections();
+    let rents = rent_table(t, lengths).await?;
+    // Weight accounts still to create and initialize, grouped as publish groups them.
+    let mut group: Vec<solana_instruction::Instruction> = Vec::new();
+    let mut data = 0;
+    for (section, weight) in chain.weights.iter().enumerate() {
+        if weight.header.is_some() {
+            continue;
+        }
+        let space = WEIGHT_HEADER_LEN + lengths[section] as usize;
+        if weight.account.is_none() {
+            n.rent += rents[&space].saturating_sub(weight.prefunded);
+        }
+        let pair = [
+            solana_system_interface::instruction::create_account_with_seed(
+                &model.authority,
+                &weight.address,
+                &model.authority,
+                &weight_seed(&chain.address, section as u8),
+                rents[&space],
+                space as u64,
+                &curta_program::id(),
+            ),
+            curta_program::instruction::init_weight_account(
+                &curta_program::id(),
+                &chain.address,
+                &weight.address,
+                &model.authority,
+                section as u8,
+            ),
+        ];
+        let mut candidate = group.clone();
+        candidate.extend(pair.iter().cloned());
+        if !group.is_empty()
+            && (data + space > MAX_NEW_DATA_PER_TX
+                || transaction_len(&model.authority, false, &candidate) > PACKET_LEN)
+        {
+            n.create += 1;
+            group = pair.to_vec();
+            data = 0;
+        } else {
+            group = candidate;
+        }
+        data += space;
+    }
+    if !group.is_empty() {
+        n.create += 1;
+    }
+    let mut must_write = model.state == ModelState::Mismatch;
+    if let Some(artifact) = artifact {
+        let writes = crate::plan::writes(
+            chain,
+            &artifact.sections,
+            &model.authority,
+            write_capacity(false),
+        );
+        n.write = Some(writes.len() as u64);
+        n.write_bytes_min = writes.iter().map(|w| w.bytes).min();
+        n.write_bytes_max = writes.iter().map(|w| w.bytes).max();
+        must_write |= !writes.is_empty();
+    }
+    let reopen = needs_reopen(chain, must_write);
+    n.other = reopen as u64;
+    n.seal = if reopen {
+        model.total_chunks
+    } else {
+        model.total_chunks - model.seal_cursor
+    } as u64;
+    if let Some(write) = n.write {
+        // Every one of them has one signer (the authority) and no compute-budget instruction.
+        let (blockhash, _) = t.latest_blockhash().await?;
+        let message = Message::new_with_blockhash(&[], Some(&model.authority), &blockhash);
+        let fee = t.fee_for_message(&message).await?;
+        n.fees = Some(fee * (n.create + write + n.seal + n.other));
+    }
+    Ok(n)
 }
 
 impl Status {
@@ -106,7 +225,20 @@ impl Status {
             "seal": { "pass": self.seal_pass, "cursor": self.seal_cursor, "total_chunks": self.total_chunks },
             "sections_created": self.sections.iter().filter(|s| s.created).count(),
             "sections_verified": self.sections.iter().filter(|s| s.chunks_hashed == s.chunks).count(),
-            "lamports": { "rent_held": self.rent_held },
+            // Still needed to reach Sealed (writes and fees: null without the artifact).
+            "transactions": {
+                "create": self.needed.create, "write": self.needed.write,
+                "seal": self.needed.seal, "other": self.needed.other,
+            },
+            "write_bytes_per_tx": match (self.needed.write_bytes_min, self.needed.write_bytes_max) {
+                (Some(min), Some(max)) => json!({ "min": min, "max": max }),
+                _ => serde_json::Value::Null,
+            },
+            "lamports": {
+                "rent": self.rent_held, "rent_held": self.rent_held,
+                "rent_needed": self.needed.rent, "fees": self.needed.fees,
+            },
+            "seconds": self.seconds,
             "sections": self.sections.iter().map(|s| json!({
                 "index": s.index, "address": s.address.to_string(), "length": s.length,
                 "created": s.created, "frozen": s.frozen, "chunks": s.chunks,
@@ -121,6 +253,18 @@ impl Status {
             "model {} on {}\nstate:        {}\nauthority:    {}\nweights hash: {}\nseal:         pass {}, chunk {} of {}\nrent held:    {} lamports ({})\n",
             self.model, self.cluster, self.state, self.authority, hex(&self.weights_hash),
             self.seal_pass, self.seal_cursor, self.total_chunks, self.rent_held, crate::error::sol(self.rent_held)
+        );
+        let n = &self.needed;
+        let unknown = || "?".to_string();
+        s += &format!(
+            "to finish:    {} create, {} write, {} seal, {} reopen transactions; {} lamports rent + {} fees{}\n",
+            n.create,
+            n.write.map_or_else(unknown, |w| w.to_string()),
+            n.seal,
+            n.other,
+            n.rent,
+            n.fees.map_or_else(unknown, |f| f.to_string()),
+            if n.write.is_none() { " (writes: give --artifact)" } else { "" }
         );
         if self.state == "Mismatch" {
             s += &format!("computed:     {}\n", hex(&self.running_hash));

@@ -129,3 +129,80 @@ fn demo_prints_the_json_report() {
     );
     assert!(json["seconds"].as_f64().unwrap() > 0.0);
 }
+
+/// Every key the issue asks of `--output json`, with numbers where numbers belong.
+fn assert_report_keys(json: &serde_json::Value) {
+    assert_eq!(json["weights_hash"].as_str().unwrap().len(), 64, "{json}");
+    assert!(json["model"].as_str().unwrap().len() >= 32, "{json}");
+    assert!(json["state"].is_string(), "{json}");
+    for key in ["create", "write", "seal"] {
+        assert!(
+            json["transactions"][key].is_u64(),
+            "transactions.{key}: {json}"
+        );
+    }
+    for key in ["rent", "fees"] {
+        assert!(json["lamports"][key].is_u64(), "lamports.{key}: {json}");
+    }
+    assert!(json["seconds"].is_f64(), "{json}");
+}
+
+#[test]
+fn rehearse_with_a_price_prints_every_json_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let artifact = artifact_file(&dir);
+    let (ok, out, err) = client(&[
+        "rehearse",
+        &artifact,
+        "--with-compute-unit-price",
+        "12345",
+        "--output",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out[out.find("{\n").unwrap()..]).unwrap();
+    assert_report_keys(&json);
+    assert_eq!(json["state"], "Sealed");
+    // 1,019 bytes less the compute-budget program key (32) and its two instructions (8 + 12).
+    assert_eq!(json["write_bytes_per_tx"]["max"], 967);
+    assert_eq!(json["write_bytes_per_tx"]["capacity"], 1019);
+    assert_eq!(
+        json["write_bytes_per_tx"]["capacity_with_compute_budget"],
+        967
+    );
+    assert!(json["write_bytes_per_tx"]["min"].as_u64().unwrap() >= 1);
+    // Each transaction pays 5,000 + a priority fee of 12,345 x its limit / 10^6 > 0.
+    let total = json["transactions"]["total"].as_u64().unwrap();
+    assert!(json["lamports"]["fees"].as_u64().unwrap() > 5000 * total);
+}
+
+/// publish, seal and status need a cluster: they run against a local validator on
+/// 127.0.0.1:8899 with the Solana CLI's keypair when one is reachable, and are skipped
+/// otherwise (the library's Report and Status JSON are checked on the bank in
+/// tests/client/priced.rs).
+#[test]
+fn publish_seal_status_json_keys_on_a_local_validator() {
+    if std::net::TcpStream::connect("127.0.0.1:8899").is_err() {
+        eprintln!("skipped: no validator on 127.0.0.1:8899");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let artifact = artifact_file(&dir);
+    let (ok, out, err) = client(&["publish", &artifact, "-u", "localhost", "--output", "json"]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    assert_report_keys(&json);
+    let model = json["model"].as_str().unwrap().to_string();
+    let (ok, out, err) = client(&["status", &model, "-u", "localhost", "--output", "json"]);
+    assert!(ok, "{err}");
+    let status: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    assert_eq!(status["model"], model.as_str());
+    assert!(status["transactions"]["seal"].as_u64().unwrap() > 0);
+    assert!(status["lamports"]["rent"].is_u64() && status["seconds"].is_f64());
+    assert!(status.get("write_bytes_per_tx").is_some());
+    let (ok, out, err) = client(&["seal", &model, "-u", "localhost", "--output", "json"]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    assert_report_keys(&json);
+    assert_eq!(json["state"], "Sealed");
+}

@@ -21,6 +21,7 @@ async fn unfunded_payer_is_refused_with_the_numbers() {
             needed,
             rent,
             fees,
+            reserve,
         } => {
             assert_eq!(*payer, authority.pubkey());
             assert_eq!(*balance, SOL);
@@ -33,7 +34,9 @@ async fn unfunded_payer_is_refused_with_the_numbers() {
                         * (1 + (artifact.len() as u64 / 2).div_ceil(1019)
                             + total_chunks(&sections))
             );
-            assert_eq!(*needed, rent + fees);
+            // The payer must keep its own rent-exempt minimum (a 0-byte account).
+            assert_eq!(*reserve, curta_tests::client::rent(0));
+            assert_eq!(*needed, rent + fees + reserve);
         }
         other => panic!("expected insufficient funds, got {other}"),
     }

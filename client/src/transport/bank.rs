@@ -30,6 +30,9 @@ pub struct BankTransport {
     context: Mutex<ProgramTestContext>,
     mint_address: Pubkey,
     checked: Mutex<(Hash, Instant)>,
+    /// Signalled whenever a sent transaction finishes executing (tokio's timer cannot sleep
+    /// less than a millisecond, several times what a small transaction takes here).
+    finished: std::sync::Arc<tokio::sync::Notify>,
 }
 
 fn bank_error(err: impl std::fmt::Display) -> Error {
@@ -59,6 +62,7 @@ impl BankTransport {
             context: Mutex::new(context),
             mint_address,
             checked,
+            finished: Default::default(),
         }
     }
 
@@ -195,6 +199,7 @@ impl Transport for BankTransport {
             if ok {
                 let client = self.client.clone();
                 let transaction = transaction.clone();
+                let finished = self.finished.clone();
                 // The engine reads the outcome from the statuses, not from this call.
                 tokio::spawn(async move {
                     let _ = client
@@ -203,6 +208,7 @@ impl Transport for BankTransport {
                             CommitmentLevel::Processed,
                         )
                         .await;
+                    finished.notify_one();
                 });
             }
         }
@@ -222,6 +228,10 @@ impl Transport for BankTransport {
                 Some(status) => TxStatus::Landed(status.err.map_or(Ok(()), Err)),
             })
             .collect())
+    }
+
+    async fn wait_for_progress(&self) {
+        let _ = tokio::time::timeout(self.profile().poll, self.finished.notified()).await;
     }
 
     async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {

@@ -74,4 +74,9 @@ pub trait Transport {
     async fn send(&self, transactions: &[Transaction]) -> Result<(), Error>;
     async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error>;
     async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error>;
+    /// Waits, when nothing sent has resolved yet, before the statuses are read again: at most
+    /// the profile's poll interval, less where the transport knows a transaction finished.
+    async fn wait_for_progress(&self) {
+        tokio::time::sleep(self.profile().poll).await
+    }
 }
