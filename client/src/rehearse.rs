@@ -28,10 +28,27 @@ pub async fn rehearsal_bank() -> (BankTransport, Keypair) {
     (bank, authority)
 }
 
-/// Publishes and seals `file` on a fresh in-process bank.
-pub async fn rehearse(file: &[u8], options: &Options) -> Result<Report, Error> {
-    let (bank, authority) = rehearsal_bank().await;
-    let mut report = publish(&bank, &authority, file, true, options).await?;
+/// Publishes and seals `file` on a fresh in-process bank. With `authority` (the keypair a real
+/// publish would use) the bank funds it and the report's model address is the one that
+/// publish will create on a cluster; without, a throwaway keypair.
+pub async fn rehearse(
+    file: &[u8],
+    authority: Option<&Keypair>,
+    options: &Options,
+) -> Result<Report, Error> {
+    let throwaway;
+    let (bank, authority) = match authority {
+        Some(authority) => (
+            BankTransport::start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await,
+            authority,
+        ),
+        None => {
+            let (bank, keypair) = rehearsal_bank().await;
+            throwaway = keypair;
+            (bank, &throwaway)
+        }
+    };
+    let mut report = publish(&bank, authority, file, true, options).await?;
     report.command = "rehearse";
     Ok(report)
 }

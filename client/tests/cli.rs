@@ -206,3 +206,30 @@ fn publish_seal_status_json_keys_on_a_local_validator() {
     assert_report_keys(&json);
     assert_eq!(json["state"], "Sealed");
 }
+
+#[test]
+fn rehearse_with_a_keypair_reports_the_model_address_publish_will_use() {
+    use solana_signer::Signer;
+    let dir = tempfile::tempdir().unwrap();
+    let artifact = artifact_file(&dir);
+    let keypair = solana_keypair::Keypair::new();
+    let path = dir.path().join("id.json");
+    std::fs::write(&path, format!("{:?}", keypair.to_bytes().to_vec())).unwrap();
+    let (ok, out, err) = client(&[
+        "rehearse",
+        &artifact,
+        "--keypair",
+        &path.display().to_string(),
+        "--output",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let bytes = std::fs::read(&artifact).unwrap();
+    let decoded = curta_core::decode(&bytes).unwrap();
+    let hash = curta_core::weights_hash(decoded.sections());
+    let (model, _) =
+        curta_program::state::model_address(&curta_program::id(), &keypair.pubkey(), &hash);
+    assert_eq!(json["model"], model.to_string());
+    assert_eq!(json["state"], "Sealed");
+}

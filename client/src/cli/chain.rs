@@ -169,7 +169,21 @@ pub fn close(args: CloseArgs, cluster: ClusterArgs) -> Result<()> {
 
 pub fn rehearse(args: RehearseArgs, cluster: ClusterArgs) -> Result<()> {
     let artifact = read_artifact(&args.artifact)?;
-    let report = runtime()?.block_on(crate::rehearse(&artifact, &cluster.options()))?;
+    // With --keypair (or a keypair in the Solana CLI config) the rehearsal signs as that
+    // authority, so its model address is the one `publish` will use; no lamport is touched.
+    let authority = match &cluster.keypair {
+        Some(_) => Some(cluster.keypair()?),
+        None => cluster
+            .keypair_path()
+            .ok()
+            .filter(|p| p.exists())
+            .and_then(|p| super::config::read_keypair(&p).ok()),
+    };
+    let report = runtime()?.block_on(crate::rehearse(
+        &artifact,
+        authority.as_ref(),
+        &cluster.options(),
+    ))?;
     let text = format!(
         "{}(in-process bank running the real program; the same transactions and lamports on a cluster)\nnext:           client publish {} --keypair <KEYPAIR> --url <URL> --seal\n",
         report.to_text().replace("next:", "after:"),
