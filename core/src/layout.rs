@@ -117,6 +117,33 @@ impl Config {
         Ok(())
     }
 
+    /// The seven fields in header order (dimension, hidden dimension, layers, heads, key and
+    /// value heads, vocabulary, context), as stored at header bytes 8 to 36.
+    pub const fn fields(&self) -> [u32; 7] {
+        [
+            self.dim,
+            self.hidden_dim,
+            self.layers,
+            self.heads,
+            self.kv_heads,
+            self.vocab_size,
+            self.context_length,
+        ]
+    }
+
+    /// The configuration from its seven fields in header order.
+    pub const fn from_fields(f: [u32; 7]) -> Config {
+        Config {
+            dim: f[0],
+            hidden_dim: f[1],
+            layers: f[2],
+            heads: f[3],
+            kv_heads: f[4],
+            vocab_size: f[5],
+            context_length: f[6],
+        }
+    }
+
     /// Dimension divided by heads.
     pub fn head_size(&self) -> u32 {
         self.dim / self.heads

@@ -494,19 +494,7 @@ async fn section_zero_checked_at_first_chunk() {
     .unwrap();
     bank.send(&[start(&p, 0, 0)], &[&a]).await.unwrap();
     let model = bank.model(&p.model).await;
-    let c = model.config;
-    assert_eq!(
-        [
-            c.dim,
-            c.hidden_dim,
-            c.layers,
-            c.heads,
-            c.kv_heads,
-            c.vocab_size,
-            c.context_length
-        ],
-        curta_tests::TINY_CONFIG
-    );
+    assert_eq!(model.config.fields(), curta_tests::TINY_CONFIG);
     assert_eq!(model.state, ModelState::Sealing);
 }
 

@@ -140,19 +140,7 @@ fn hand_built_artifact_decodes() {
         let sections = tiny_sections(len, 3);
         let file = sections.concat();
         let artifact = curta_core::decode(&file).unwrap();
-        let c = artifact.config();
-        assert_eq!(
-            [
-                c.dim,
-                c.hidden_dim,
-                c.layers,
-                c.heads,
-                c.kv_heads,
-                c.vocab_size,
-                c.context_length
-            ],
-            curta_tests::TINY_CONFIG
-        );
+        assert_eq!(artifact.config().fields(), curta_tests::TINY_CONFIG);
         let lengths: Vec<usize> = artifact.sections().map(|s| s.len()).collect();
         assert_eq!(lengths, [sections[0].len(), len]);
     }

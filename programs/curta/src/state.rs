@@ -130,16 +130,7 @@ impl Model {
         if !(MIN_SECTIONS..=MAX_SECTIONS).contains(&(section_count as usize)) {
             return Err(CurtaError::NotAModel.into());
         }
-        let c = |i: usize| u32_at(data, f::CONFIG + 4 * i);
-        let config = Config {
-            dim: c(0),
-            hidden_dim: c(1),
-            layers: c(2),
-            heads: c(3),
-            kv_heads: c(4),
-            vocab_size: c(5),
-            context_length: c(6),
-        };
+        let config = Config::from_fields(core::array::from_fn(|i| u32_at(data, f::CONFIG + 4 * i)));
         let mut section_lengths = [0u32; MAX_SECTIONS];
         let mut weight_accounts = [Pubkey::default(); MAX_SECTIONS];
         for i in 0..MAX_SECTIONS {
@@ -179,16 +170,7 @@ impl Model {
         put(dst, f::RUNNING_HASH, &self.running_hash);
         put(dst, f::SEAL_CURSOR, &self.seal_cursor.to_le_bytes());
         put(dst, f::TOTAL_CHUNKS, &self.total_chunks.to_le_bytes());
-        let c = &self.config;
-        let config = [
-            c.dim,
-            c.hidden_dim,
-            c.layers,
-            c.heads,
-            c.kv_heads,
-            c.vocab_size,
-            c.context_length,
-        ];
+        let config = self.config.fields();
         for (i, value) in config.iter().enumerate() {
             put(dst, f::CONFIG + 4 * i, &value.to_le_bytes());
         }
