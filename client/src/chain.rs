@@ -59,6 +59,14 @@ fn absent(account: &Account) -> bool {
         || (account.owner == solana_system_interface::program::ID && account.data.is_empty())
 }
 
+/// The model at `address`; `ModelNotFound` when there is none.
+pub async fn existing_model<T: Transport>(t: &T, address: &Pubkey) -> Result<Model, Error> {
+    let (model, _) = read_model(t, address)
+        .await?
+        .ok_or(Error::ModelNotFound(*address))?;
+    Ok(model)
+}
+
 /// The model account at `address`: `None` when there is no account, an error when the
 /// account is not a Curta model (lamports sent to a model address before its CreateModel
 /// included: there is no model to seal, inspect or close; only publish, through [`read`],

@@ -61,9 +61,7 @@ pub async fn close<T: Transport>(
     options: &Options,
 ) -> Result<CloseReport, Error> {
     let started = Instant::now();
-    let (model, _) = chain::read_model(t, model_address)
-        .await?
-        .ok_or(Error::ModelNotFound(*model_address))?;
+    let model = chain::existing_model(t, model_address).await?;
     if model.state == ModelState::Sealed {
         return Err(Error::Sealed {
             model: *model_address,

@@ -32,9 +32,7 @@ pub async fn seal<T: Transport>(
 ) -> Result<Report, Error> {
     let started = Instant::now();
     let artifact = artifact.map(LocalArtifact::decode).transpose()?;
-    let (model, _) = chain::read_model(t, model_address)
-        .await?
-        .ok_or(Error::ModelNotFound(*model_address))?;
+    let model = chain::existing_model(t, model_address).await?;
     if let Some(artifact) = &artifact {
         check_model(model_address, &model, artifact)?;
     }
@@ -150,9 +148,7 @@ pub(crate) async fn seal_rounds<T: Transport>(
     let mut last_cursor = None;
     let mut bar = false;
     loop {
-        let (model, _) = chain::read_model(engine.transport(), model_address)
-            .await?
-            .ok_or(Error::ModelNotFound(*model_address))?;
+        let model = chain::existing_model(engine.transport(), model_address).await?;
         match model.state {
             ModelState::Sealed => return Ok(model),
             ModelState::Mismatch => return Err(mismatch(model_address, &model)),

@@ -71,9 +71,7 @@ pub async fn status<T: Transport>(
 ) -> Result<Status, Error> {
     let started = Instant::now();
     let artifact = artifact.map(LocalArtifact::decode).transpose()?;
-    let (model, _) = chain::read_model(t, model_address)
-        .await?
-        .ok_or(Error::ModelNotFound(*model_address))?;
+    let model = chain::existing_model(t, model_address).await?;
     if let Some(artifact) = &artifact {
         check_model(model_address, &model, artifact)?;
     }

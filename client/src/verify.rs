@@ -81,9 +81,7 @@ pub async fn verify<T: Transport>(
     file: &[u8],
 ) -> Result<Verification, Error> {
     let artifact = LocalArtifact::decode(file)?;
-    let (model, _) = chain::read_model(t, model_address)
-        .await?
-        .ok_or(Error::ModelNotFound(*model_address))?;
+    let model = chain::existing_model(t, model_address).await?;
     check_model(model_address, &model, &artifact)?;
     let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
     let sections = chain
