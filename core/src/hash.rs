@@ -9,6 +9,15 @@ pub const fn chunk_count(section_len: u64) -> u64 {
     section_len.div_ceil(CHUNK_LEN as u64)
 }
 
+/// The number of chunks in the whole chain over sections of these lengths (the seal cursor's
+/// end). At most 18 sections of at most 160 chunks each, so it never overflows.
+pub fn total_chunks(section_lengths: &[u32]) -> u32 {
+    section_lengths
+        .iter()
+        .map(|&length| chunk_count(length as u64) as u32)
+        .sum()
+}
+
 /// One step of the chain: SHA-256 of the previous hash followed by the chunk.
 pub fn chain_chunk(prev: &[u8; 32], chunk: &[u8]) -> [u8; 32] {
     let mut hasher = Sha256::new();

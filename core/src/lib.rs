@@ -9,6 +9,7 @@ mod decode;
 mod error;
 mod hash;
 mod layout;
+pub mod le;
 mod metadata;
 
 #[cfg(feature = "std")]
@@ -16,7 +17,7 @@ pub mod convert;
 
 pub use decode::{decode, Artifact, Matrix, Row};
 pub use error::FormatError;
-pub use hash::{chain_chunk, chunk_count, weights_hash, WeightsHasher};
+pub use hash::{chain_chunk, chunk_count, total_chunks, weights_hash, WeightsHasher};
 pub use layout::*;
 pub use metadata::{
     inv_sqrt_head_size, BlockOffsets, MatrixDescriptor, Metadata, SectionEntry, TokenEntry,

@@ -57,17 +57,7 @@ pub struct Metadata<'a> {
     section_count: usize,
 }
 
-pub(crate) fn u32_at(bytes: &[u8], offset: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[offset..offset + 4]);
-    u32::from_le_bytes(word)
-}
-
-pub(crate) fn u64_at(bytes: &[u8], offset: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[offset..offset + 8]);
-    u64::from_le_bytes(word)
-}
+pub(crate) use crate::le::{u32_at, u64_at};
 
 /// round(2^24 / sqrt(head size)) in integers: n is the nearest integer to sqrt(2^48 / h)
 /// exactly when (2n - 1)^2 <= 2^50 / h < (2n + 1)^2, and no tie can occur for these h.
