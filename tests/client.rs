@@ -7,6 +7,8 @@ mod bad_input;
 mod crank;
 #[path = "client/faults.rs"]
 mod faults;
+#[path = "client/layouts.rs"]
+mod layouts;
 #[path = "client/prefunded.rs"]
 mod prefunded;
 #[path = "client/priced.rs"]

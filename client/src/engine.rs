@@ -23,6 +23,8 @@ use std::time::Instant;
 pub const PACKET_LEN: usize = 1232;
 /// An item not accepted after this many signings stops the run.
 const MAX_ATTEMPTS: u32 = 30;
+/// How long to wait for the cluster's next blockhash before giving up.
+const NEW_BLOCKHASH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 /// The most compute units a transaction may request (and what it gets without a limit).
 pub const MAX_COMPUTE_UNITS: u32 = 1_400_000;
 
@@ -173,6 +175,8 @@ pub struct Engine<'a, T: Transport> {
     /// By kind and the compute-unit limit its transactions carry (it changes when measured).
     fees: HashMap<(Kind, Option<u32>), u64>,
     blockhash: Option<(Hash, u64, Instant)>,
+    /// Every signature this engine sent: a transaction is never sent twice.
+    sent: HashSet<Signature>,
     pub tally: Tally,
     pub progress: Progress,
 }
@@ -198,6 +202,7 @@ impl<'a, T: Transport> Engine<'a, T> {
             limits: HashMap::new(),
             fees: HashMap::new(),
             blockhash: None,
+            sent: HashSet::new(),
             tally: Tally::default(),
             progress,
         }
@@ -306,6 +311,36 @@ impl<'a, T: Transport> Engine<'a, T> {
         Ok(())
     }
 
+    fn sign(&self, item: &Item, blockhash: Hash) -> Transaction {
+        Transaction::new_signed_with_payer(
+            &self.instructions(item),
+            Some(&self.payer.pubkey()),
+            &[self.payer],
+            blockhash,
+        )
+    }
+
+    /// A blockhash other than `used`, waiting for the cluster to produce one (a slot, or a
+    /// few milliseconds on the bank); it becomes the engine's current blockhash.
+    async fn later_blockhash(&mut self, used: &Hash) -> Result<(Hash, u64), Error> {
+        let started = Instant::now();
+        loop {
+            let (hash, last_valid) = self.transport.latest_blockhash().await?;
+            if hash != *used {
+                self.blockhash = Some((hash, last_valid, Instant::now()));
+                return Ok((hash, last_valid));
+            }
+            if started.elapsed() > NEW_BLOCKHASH_WAIT {
+                return Err(Error::Stalled(format!(
+                    "{} returned the same blockhash {used} for {} s",
+                    self.transport.describe(),
+                    NEW_BLOCKHASH_WAIT.as_secs()
+                )));
+            }
+            tokio::time::sleep(self.profile.poll).await;
+        }
+    }
+
     /// Sends one transaction until it lands; an error it landed with becomes
     /// `Error::Transaction` named `what`.
     pub async fn run_one(&mut self, item: Item, what: &'static str) -> Result<(), Error> {
@@ -355,12 +390,17 @@ impl<'a, T: Transport> Engine<'a, T> {
                         )));
                     }
                     self.measure(&item).await?;
-                    let tx = Transaction::new_signed_with_payer(
-                        &self.instructions(&item),
-                        Some(&self.payer.pubkey()),
-                        &[self.payer],
-                        blockhash,
-                    );
+                    let (mut blockhash, mut last_valid) = (blockhash, last_valid);
+                    let mut tx = self.sign(&item, blockhash);
+                    if self.sent.contains(&tx.signatures[0]) {
+                        // This very transaction went out before (an item planned again, the
+                        // same as one that landed with an error, under the same blockhash):
+                        // the cluster would only answer with the old result. Sign it anew
+                        // under a later blockhash.
+                        (blockhash, last_valid) = self.later_blockhash(&blockhash).await?;
+                        tx = self.sign(&item, blockhash);
+                    }
+                    self.sent.insert(tx.signatures[0]);
                     in_flight.push(InFlight {
                         item,
                         signature: tx.signatures[0],

@@ -1,18 +1,22 @@
 //! Planning from on-chain state: which bytes still differ (the Write transactions), which
 //! accounts are missing (the create transactions), which chunks remain (the seals).
 
-use crate::chain::OnChain;
+use crate::chain::{OnChain, Weight};
 use crate::engine::{Engine, Item, Kind, PACKET_LEN};
 use crate::transport::Transport;
 use crate::Error;
 use curta_program::instruction as ix;
 use curta_program::state::Model;
-use curta_program::state::{weight_seed, MAX_WEIGHT_ACCOUNT_LEN, WEIGHT_HEADER_LEN};
+use curta_program::state::{weight_seed, WEIGHT_HEADER_LEN};
+use solana_instruction::Instruction;
 use solana_pubkey::Pubkey;
 use solana_signer::Signer;
+use solana_system_interface::instruction as system_instruction;
 
-/// New account data one transaction may allocate (the runtime's per-transaction limit).
-pub const MAX_NEW_DATA_PER_TX: usize = 2 * MAX_WEIGHT_ACCOUNT_LEN;
+/// New account data one transaction may allocate: the runtime's per-transaction limit
+/// (twice the 10 MiB account limit), as the system interface publishes it.
+pub const MAX_NEW_DATA_PER_TX: usize =
+    solana_system_interface::MAX_PERMITTED_ACCOUNTS_DATA_ALLOCATIONS_PER_TRANSACTION as usize;
 
 /// The byte ranges `(offset, len)` of `wanted` that differ from `onchain` (all zero when the
 /// account does not exist yet), each at most `max` bytes. Greedy from the first differing
@@ -111,107 +115,147 @@ pub fn writes(
     items
 }
 
-/// The create items: CreateModel if the model is missing, then create_account_with_seed +
-/// InitWeightAccount for each missing weight account (for a pre-funded address: transfer of
-/// the shortfall + allocate_with_seed + InitWeightAccount; for an account created but never
-/// initialized: InitWeightAccount alone), grouped so that a transaction
-/// allocates at most 2 x 10 MiB and fits a packet. `rent(len)` is the rent-exempt minimum.
-pub fn creates<T: Transport>(
-    engine: &Engine<'_, T>,
+/// The create transactions, in the order the chain needs them.
+///
+/// InitWeightAccount reads the model account, so no weight account can be initialized before
+/// CreateModel has executed. The transaction that creates the model (with as many weight
+/// accounts as fit beside it) is therefore `model`, which must land before any of `weights`
+/// is sent; `weights` only need the model and may land in any order.
+#[derive(Debug, Default)]
+pub struct Creates {
+    pub model: Option<Item>,
+    pub weights: Vec<Item>,
+}
+
+impl Creates {
+    pub fn is_empty(&self) -> bool {
+        self.model.is_none() && self.weights.is_empty()
+    }
+
+    /// Every create transaction, the model's first.
+    pub fn len(&self) -> usize {
+        self.model.is_some() as usize + self.weights.len()
+    }
+
+    pub fn items(&self) -> impl Iterator<Item = &Item> {
+        self.model.iter().chain(&self.weights)
+    }
+}
+
+/// The create transactions: CreateModel if the model is missing, then
+/// create_account_with_seed + InitWeightAccount for each missing weight account (for a
+/// pre-funded address: transfer of the shortfall + allocate_with_seed + InitWeightAccount; for
+/// an account created but never initialized: InitWeightAccount alone), grouped so that a
+/// transaction allocates at most [`MAX_NEW_DATA_PER_TX`] and `tx_len` (the serialized size of
+/// a transaction of these instructions) stays within a packet. `rent(len)` is the rent-exempt
+/// minimum.
+pub fn creates(
     chain: &OnChain,
+    authority: &Pubkey,
     weights_hash: [u8; 32],
     lengths: &[u32],
     rent: &dyn Fn(usize) -> u64,
-) -> Vec<Item> {
+    tx_len: &dyn Fn(&[Instruction]) -> usize,
+) -> Creates {
     let program = curta_program::id();
-    let authority = engine.payer().pubkey();
-    let mut groups: Vec<(Vec<solana_instruction::Instruction>, usize)> = Vec::new();
-    let mut current: Vec<solana_instruction::Instruction> = Vec::new();
+    let mut groups: Vec<Vec<Instruction>> = Vec::new();
+    let mut current: Vec<Instruction> = Vec::new();
     let mut data = 0usize;
-    if chain.model.is_none() {
-        current.push(ix::create_model(
-            &program,
-            &authority,
-            weights_hash,
-            lengths,
-        ));
+    let creates_model = chain.model.is_none();
+    if creates_model {
+        current.push(ix::create_model(&program, authority, weights_hash, lengths));
         data += curta_program::state::MODEL_LEN;
     }
     for (section, weight) in chain.weights.iter().enumerate() {
         if weight.header.is_some() {
             continue;
         }
-        let space = WEIGHT_HEADER_LEN + lengths[section] as usize;
-        let init = ix::init_weight_account(
-            &program,
-            &chain.address,
-            &weight.address,
-            &authority,
-            section as u8,
-        );
-        let seed = weight_seed(&chain.address, section as u8);
-        let (pair, space) = if weight.uninitialized() {
-            // Created but never initialized: only the header is missing.
-            (vec![init], 0)
-        } else if weight.prefunded > 0 {
-            // create_account_with_seed refuses an address holding lamports: top it up to the
-            // rent-exempt minimum, then allocate (which also assigns it to the program).
-            let mut v = Vec::with_capacity(3);
-            let shortfall = rent(space).saturating_sub(weight.prefunded);
-            if shortfall > 0 {
-                v.push(solana_system_interface::instruction::transfer(
-                    &authority,
-                    &weight.address,
-                    shortfall,
-                ));
-            }
-            v.push(solana_system_interface::instruction::allocate_with_seed(
-                &weight.address,
-                &authority,
-                &seed,
-                space as u64,
-                &program,
-            ));
-            v.push(init);
-            (v, space)
-        } else {
-            let create = solana_system_interface::instruction::create_account_with_seed(
-                &authority,
-                &weight.address,
-                &authority,
-                &seed,
-                rent(space),
-                space as u64,
-                &program,
-            );
-            (vec![create, init], space)
-        };
+        let (instructions, space) =
+            weight_creation(chain, weight, section, authority, lengths, rent);
         let mut candidate = current.clone();
-        candidate.extend(pair.iter().cloned());
+        candidate.extend(instructions.iter().cloned());
         if !current.is_empty()
-            && (data + space > MAX_NEW_DATA_PER_TX
-                || engine.transaction_len(&candidate) > PACKET_LEN)
+            && (data + space > MAX_NEW_DATA_PER_TX || tx_len(&candidate) > PACKET_LEN)
         {
-            groups.push((std::mem::take(&mut current), data));
+            groups.push(std::mem::take(&mut current));
             data = 0;
-            current.extend(pair);
+            current = instructions;
         } else {
             current = candidate;
         }
         data += space;
     }
     if !current.is_empty() {
-        groups.push((current, data));
+        groups.push(current);
     }
-    groups
-        .into_iter()
-        .map(|(instructions, _)| Item {
-            kind: Kind::Create,
-            instructions,
-            section: 0,
-            bytes: 0,
-        })
-        .collect()
+    let mut items = groups.into_iter().map(|instructions| Item {
+        kind: Kind::Create,
+        instructions,
+        section: 0,
+        bytes: 0,
+    });
+    Creates {
+        model: if creates_model { items.next() } else { None },
+        weights: items.collect(),
+    }
+}
+
+/// The instructions that create and initialize one missing weight account, and the new
+/// account data they allocate.
+fn weight_creation(
+    chain: &OnChain,
+    weight: &Weight,
+    section: usize,
+    authority: &Pubkey,
+    lengths: &[u32],
+    rent: &dyn Fn(usize) -> u64,
+) -> (Vec<Instruction>, usize) {
+    let program = curta_program::id();
+    let space = WEIGHT_HEADER_LEN + lengths[section] as usize;
+    let init = ix::init_weight_account(
+        &program,
+        &chain.address,
+        &weight.address,
+        authority,
+        section as u8,
+    );
+    let seed = weight_seed(&chain.address, section as u8);
+    if weight.uninitialized() {
+        // Created but never initialized: only the header is missing.
+        (vec![init], 0)
+    } else if weight.prefunded > 0 {
+        // create_account_with_seed refuses an address holding lamports: top it up to the
+        // rent-exempt minimum, then allocate (which also assigns it to the program).
+        let mut v = Vec::with_capacity(3);
+        let shortfall = rent(space).saturating_sub(weight.prefunded);
+        if shortfall > 0 {
+            v.push(system_instruction::transfer(
+                authority,
+                &weight.address,
+                shortfall,
+            ));
+        }
+        v.push(system_instruction::allocate_with_seed(
+            &weight.address,
+            authority,
+            &seed,
+            space as u64,
+            &program,
+        ));
+        v.push(init);
+        (v, space)
+    } else {
+        let create = system_instruction::create_account_with_seed(
+            authority,
+            &weight.address,
+            authority,
+            &seed,
+            rent(space),
+            space as u64,
+            &program,
+        );
+        (vec![create, init], space)
+    }
 }
 
 /// Seal items from the model's cursor to its last chunk, in chunk order.

@@ -51,11 +51,12 @@ pub async fn publish<T: Transport>(
     if state != Some(ModelState::Sealed) {
         let capacity = plan::write_capacity(&engine);
         let creates = plan::creates(
-            &engine,
             &chain,
+            &authority.pubkey(),
             artifact.weights_hash,
             &artifact.lengths,
             &rent,
+            &|ixs| engine.transaction_len(ixs),
         );
         let writes = plan::writes(&chain, &artifact.sections, &authority.pubkey(), capacity);
         let reopen = needs_reopen(&chain, !writes.is_empty());
@@ -66,7 +67,7 @@ pub async fn publish<T: Transport>(
         // With a price, `fee` measures each kind's representative first, so the check and
         // the transactions use the same compute-unit limits.
         let mut fees = 0;
-        for item in &creates {
+        for item in creates.items() {
             fees += engine.fee(Kind::Create, &item.instructions).await?;
         }
         if let Some(item) = writes.iter().max_by_key(|w| w.bytes) {
@@ -280,11 +281,12 @@ pub(crate) async fn write_rounds<T: Transport>(
         )
         .await?;
         let creates = plan::creates(
-            engine,
             &chain,
+            &authority,
             artifact.weights_hash,
             &artifact.lengths,
             rent,
+            &|ixs| engine.transaction_len(ixs),
         );
         let writes = if creates.is_empty() {
             plan::writes(&chain, &artifact.sections, &authority, capacity)
@@ -305,10 +307,10 @@ pub(crate) async fn write_rounds<T: Transport>(
             engine.progress.start_writes(&per);
             bars = true;
         }
-        let (items, kind) = if creates.is_empty() {
-            (writes, Kind::Write)
+        let kind = if creates.is_empty() {
+            Kind::Write
         } else {
-            (creates, Kind::Create)
+            Kind::Create
         };
         stalled = if last.0 == kind && work >= last.1 {
             stalled + 1
@@ -316,7 +318,20 @@ pub(crate) async fn write_rounds<T: Transport>(
             0
         };
         last = (kind, work);
-        let failures = engine.run(items, window, false).await?;
+        let failures = if creates.is_empty() {
+            engine.run(writes, window, false).await?
+        } else {
+            // The model's transaction first and alone: every other create initializes a
+            // weight account into the model, which the program refuses until it exists.
+            let mut failures = match creates.model {
+                Some(item) => engine.run(vec![item], window, false).await?,
+                None => Vec::new(),
+            };
+            if failures.is_empty() {
+                failures = engine.run(creates.weights, window, false).await?;
+            }
+            failures
+        };
         if let Some(failure) = failures.into_iter().next() {
             // A create that lost a race with an earlier run's late transaction is re-planned;
             // a failed write means the chain refuses it (frozen, sealed...): stop.

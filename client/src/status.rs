@@ -3,12 +3,12 @@
 
 use crate::artifact::{hex, LocalArtifact};
 use crate::chain;
-use crate::engine::{transaction_len, write_capacity, PACKET_LEN};
-use crate::plan::{differing_bytes, MAX_NEW_DATA_PER_TX};
+use crate::engine::{transaction_len, write_capacity};
+use crate::plan::differing_bytes;
 use crate::publish::{check_model, needs_reopen, rent_table, state_name};
 use crate::transport::Transport;
 use crate::Error;
-use curta_program::state::{weight_seed, ModelState, WEIGHT_HEADER_LEN};
+use curta_program::state::ModelState;
 use serde_json::json;
 use solana_message::Message;
 use solana_pubkey::Pubkey;
@@ -139,51 +139,17 @@ async fn needed<T: Transport>(
     let lengths = model.sections();
     let rents = rent_table(t, lengths).await?;
     // Weight accounts still to create and initialize, grouped as publish groups them.
-    let mut group: Vec<solana_instruction::Instruction> = Vec::new();
-    let mut data = 0;
-    for (section, weight) in chain.weights.iter().enumerate() {
-        if weight.header.is_some() {
-            continue;
-        }
-        let space = WEIGHT_HEADER_LEN + lengths[section] as usize;
-        if weight.account.is_none() {
-            n.rent += rents[&space].saturating_sub(weight.prefunded);
-        }
-        let pair = [
-            solana_system_interface::instruction::create_account_with_seed(
-                &model.authority,
-                &weight.address,
-                &model.authority,
-                &weight_seed(&chain.address, section as u8),
-                rents[&space],
-                space as u64,
-                &curta_program::id(),
-            ),
-            curta_program::instruction::init_weight_account(
-                &curta_program::id(),
-                &chain.address,
-                &weight.address,
-                &model.authority,
-                section as u8,
-            ),
-        ];
-        let mut candidate = group.clone();
-        candidate.extend(pair.iter().cloned());
-        if !group.is_empty()
-            && (data + space > MAX_NEW_DATA_PER_TX
-                || transaction_len(&model.authority, false, &candidate) > PACKET_LEN)
-        {
-            n.create += 1;
-            group = pair.to_vec();
-            data = 0;
-        } else {
-            group = candidate;
-        }
-        data += space;
-    }
-    if !group.is_empty() {
-        n.create += 1;
-    }
+    let rent = |len: usize| rents[&len];
+    let creates = crate::plan::creates(
+        chain,
+        &model.authority,
+        model.weights_hash,
+        lengths,
+        &rent,
+        &|ixs| transaction_len(&model.authority, false, ixs),
+    );
+    n.create = creates.len() as u64;
+    n.rent = crate::plan::missing_rent(chain, lengths, &rent);
     let mut must_write = model.state == ModelState::Mismatch;
     if let Some(artifact) = artifact {
         let writes = crate::plan::writes(

@@ -33,6 +33,9 @@ pub enum Fault {
     Drop { percent: u64 },
     /// Hand out blockhashes fetched up to `age` ago (many expire before they are used).
     StaleBlockhash { age: Duration },
+    /// Deliver each batch of sent transactions last first, each one executed before the next
+    /// is handed over: the worst order a leader may pick, deterministically.
+    Reverse,
 }
 
 /// A transport around the bank that injects a fault, and records every signature it forwarded
@@ -136,6 +139,20 @@ impl<T: Transport> Transport for Faulty<'_, T> {
             .extend(keep.iter().map(|tx| tx.signatures[0]));
         if let Some(n) = self.fail_after_sends.lock().unwrap().as_mut() {
             *n = n.saturating_sub(1);
+        }
+        if matches!(self.fault, Fault::Reverse) {
+            for tx in keep.iter().rev() {
+                self.inner.send(std::slice::from_ref(tx)).await?;
+                // A transaction that never executes (its blockhash expired) is left to the
+                // client's own expiry handling after a bounded wait.
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while self.inner.statuses(&tx.signatures[..1]).await?[0] == TxStatus::Unknown
+                    && Instant::now() < deadline
+                {
+                    self.inner.wait_for_progress().await;
+                }
+            }
+            return Ok(());
         }
         self.inner.send(&keep).await
     }

@@ -208,3 +208,77 @@ pub fn tiny_sections(section_one_len: usize, seed: u64) -> Vec<Vec<u8>> {
 }
 pub mod client;
 pub mod rpc_shim;
+
+/// The section layouts the format allows, each as an artifact: two sections (under 1,000,000
+/// matrix weights), three (one layer over the threshold), stories15M's eight and eighteen
+/// (sixteen layers, the most).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The bundled stories260K with tok512.
+    Two,
+    /// dim 288, hidden 768, one layer, 512 tokens: 147,456 + 995,328 = 1,142,784 weights.
+    Three,
+    /// stories15M's shape (16.5 MB): 6 layers, 32,000 tokens.
+    Eight,
+    /// dim 64, hidden 256, 16 layers, 512 tokens: 32,768 + 16 x 65,536 = 1,081,344 weights.
+    Eighteen,
+}
+
+impl Layout {
+    pub const ALL: [Layout; 4] = [Layout::Two, Layout::Three, Layout::Eight, Layout::Eighteen];
+
+    /// The section count the spec gives this layout: 2 under 1,000,000 weights, else L + 2.
+    pub fn sections(self) -> usize {
+        match self {
+            Layout::Two => 2,
+            Layout::Three => 3,
+            Layout::Eight => 8,
+            Layout::Eighteen => 18,
+        }
+    }
+
+    fn config(self) -> curta_core::Config {
+        let config =
+            |dim, hidden_dim, layers, heads, vocab_size, context_length| curta_core::Config {
+                dim,
+                hidden_dim,
+                layers,
+                heads,
+                kv_heads: heads,
+                vocab_size,
+                context_length,
+            };
+        match self {
+            Layout::Two => unreachable!("stories260K is a real checkpoint"),
+            Layout::Three => config(288, 768, 1, 6, 512, 64),
+            Layout::Eight => curta_core::convert::synth::STORIES15M,
+            Layout::Eighteen => config(64, 256, 16, 4, 512, 64),
+        }
+    }
+
+    /// The artifact (converted once per test binary; synthetic checkpoints from fixed seeds).
+    pub fn artifact(self) -> Vec<u8> {
+        static ARTIFACTS: [OnceLock<Vec<u8>>; 4] = [const { OnceLock::new() }; 4];
+        let index = Layout::ALL.iter().position(|l| *l == self).unwrap();
+        ARTIFACTS[index]
+            .get_or_init(|| {
+                if self == Layout::Two {
+                    return stories260k_artifact();
+                }
+                let config = self.config();
+                let checkpoint = curta_core::convert::synth::checkpoint(&config, true, 7);
+                let tokenizer = curta_core::convert::synth::tokenizer(config.vocab_size, 7);
+                curta_core::convert::convert(&checkpoint, &tokenizer)
+                    .unwrap_or_else(|e| panic!("converting the {self:?} layout: {e}"))
+            })
+            .clone()
+    }
+}
+
+/// Keypair number `index` of the seeded sequence `seed`: the same authorities on every run.
+pub fn seeded_keypair(seed: u64, index: u64) -> solana_keypair::Keypair {
+    let mut rng = Rng::new(seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut secret = [0u8; 32];
+    rng.fill(&mut secret);
+    solana_keypair::Keypair::new_from_array(secret)
+}
