@@ -13,6 +13,8 @@ mod layouts;
 mod prefunded;
 #[path = "client/priced.rs"]
 mod priced;
+#[path = "client/program_id.rs"]
+mod program_id;
 #[path = "client/publish.rs"]
 mod publish;
 #[path = "client/repair.rs"]

@@ -34,6 +34,9 @@ impl Transport for Recording<'_> {
     fn profile(&self) -> Profile {
         self.inner.profile()
     }
+    fn program_id(&self) -> Pubkey {
+        self.inner.program_id()
+    }
     async fn get_accounts(&self, a: &[Pubkey]) -> Result<Vec<Option<Account>>, Error> {
         self.inner.get_accounts(a).await
     }

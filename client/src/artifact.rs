@@ -25,9 +25,9 @@ impl<'a> LocalArtifact<'a> {
         })
     }
 
-    /// The model account `authority` publishes this artifact to.
-    pub fn model_address(&self, authority: &Pubkey) -> Pubkey {
-        model_address(&curta_program::id(), authority, &self.weights_hash).0
+    /// The model account `authority` publishes this artifact to, under program `program`.
+    pub fn model_address(&self, program: &Pubkey, authority: &Pubkey) -> Pubkey {
+        model_address(program, authority, &self.weights_hash).0
     }
 
     pub fn len(&self) -> u64 {

@@ -9,6 +9,8 @@ use solana_pubkey::Pubkey;
 
 /// A model's on-chain state: the model account (if any) and each section's weight account.
 pub struct OnChain {
+    /// The Curta program the model belongs to.
+    pub program_id: Pubkey,
     pub address: Pubkey,
     pub model: Option<Model>,
     /// Lamports at the model address: the model's, or, while there is no model, what someone
@@ -59,6 +61,26 @@ fn absent(account: &Account) -> bool {
         || (account.owner == solana_system_interface::program::ID && account.data.is_empty())
 }
 
+/// An error unless the transport's program id is an executable account on its cluster:
+/// checked before anything is spent, so a wrong `--program-id` costs nothing.
+pub async fn require_program<T: Transport>(t: &T) -> Result<(), Error> {
+    let program = t.program_id();
+    let found = match t.get_accounts(&[program]).await?.pop().flatten() {
+        Some(account) if account.executable => return Ok(()),
+        Some(account) => format!(
+            "the account there is not executable (owner {}, {} bytes)",
+            account.owner,
+            account.data.len()
+        ),
+        None => "no account".to_string(),
+    };
+    Err(Error::ProgramNotDeployed {
+        program,
+        cluster: t.describe(),
+        found,
+    })
+}
+
 /// The model at `address`; `ModelNotFound` when there is none.
 pub async fn existing_model<T: Transport>(t: &T, address: &Pubkey) -> Result<Model, Error> {
     let (model, _) = read_model(t, address)
@@ -80,6 +102,7 @@ pub async fn read_model<T: Transport>(
             address: *address,
             owner: solana_system_interface::program::ID,
             len: 0,
+            program: t.program_id(),
         }),
         (model, _) => Ok(model),
     }
@@ -102,8 +125,9 @@ async fn read_model_address<T: Transport>(
         address: *address,
         owner: account.owner,
         len: account.data.len(),
+        program: t.program_id(),
     };
-    if account.owner != curta_program::id() || account.data.len() != MODEL_LEN {
+    if account.owner != t.program_id() || account.data.len() != MODEL_LEN {
         return Err(not_a_model());
     }
     let model = Model::unpack(&account.data).map_err(|_| not_a_model())?;
@@ -148,7 +172,7 @@ pub async fn read<T: Transport>(
     lengths: &[u32],
 ) -> Result<OnChain, Error> {
     let (model, prefunded) = read_model_address(t, model_address).await?;
-    let program = curta_program::id();
+    let program = t.program_id();
     let addresses: Vec<Pubkey> = (0..lengths.len())
         .map(|i| weight_address(&program, authority, model_address, i as u8))
         .collect();
@@ -232,6 +256,7 @@ pub async fn read<T: Transport>(
         None => (None, prefunded),
     };
     Ok(OnChain {
+        program_id: program,
         address: *model_address,
         model,
         model_lamports,

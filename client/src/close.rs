@@ -61,6 +61,7 @@ pub async fn close<T: Transport>(
     options: &Options,
 ) -> Result<CloseReport, Error> {
     let started = Instant::now();
+    chain::require_program(t).await?;
     let model = chain::existing_model(t, model_address).await?;
     if model.state == ModelState::Sealed {
         return Err(Error::Sealed {
@@ -77,7 +78,7 @@ pub async fn close<T: Transport>(
     }
     let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
     let destination = destination.unwrap_or(authority.pubkey());
-    let program = curta_program::id();
+    let program = t.program_id();
     let weights: Vec<Pubkey> = (0..model.section_count)
         .map(|i| weight_address(&program, &model.authority, model_address, i))
         .collect();

@@ -231,6 +231,11 @@ impl<'a, T: Transport> Engine<'a, T> {
         instructions
     }
 
+    /// Most bytes one Write carries with this engine's compute-budget settings.
+    pub fn write_capacity(&self) -> usize {
+        write_capacity(self.price.is_some())
+    }
+
     /// Serialized size of the transaction an item becomes (signatures included).
     pub fn transaction_len(&self, instructions: &[Instruction]) -> usize {
         transaction_len(&self.payer.pubkey(), self.price.is_some(), instructions)
@@ -532,14 +537,16 @@ pub fn transaction_len(
 }
 
 /// Most payload bytes one Write carries with one signer (the authority paying), with or
-/// without the two compute-budget instructions.
+/// without the two compute-budget instructions. Only sizes matter: the three keys stand for
+/// any authority, weight account and program id.
 pub fn write_capacity(compute_budget: bool) -> usize {
-    let authority = Pubkey::new_unique();
-    let weight = Pubkey::new_unique();
+    let authority = Pubkey::new_from_array([1; 32]);
+    let weight = Pubkey::new_from_array([2; 32]);
+    let program = Pubkey::new_from_array([3; 32]);
     let mut bytes = curta_program::instruction::MAX_WRITE_BYTES;
     while bytes > 1 {
         let write = curta_program::instruction::write(
-            &curta_program::id(),
+            &program,
             &weight,
             &authority,
             u32::MAX,

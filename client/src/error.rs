@@ -30,11 +30,20 @@ pub enum Error {
     },
     #[error("no model account at {0}")]
     ModelNotFound(Pubkey),
-    #[error("account {address} is not a Curta model (owner {owner}, {len} bytes)")]
+    #[error(
+        "account {address} is not a Curta model of program {program} (owner {owner}, {len} bytes){}",
+        if .owner != .program && *.len == curta_program::state::MODEL_LEN {
+            format!("; if it is a model of the Curta program deployed at {owner}, pass --program-id {owner}")
+        } else {
+            String::new()
+        }
+    )]
     NotAModel {
         address: Pubkey,
         owner: Pubkey,
         len: usize,
+        /// The program this client targets (`--program-id`).
+        program: Pubkey,
     },
     #[error("model account {address} is inconsistent: {problem}")]
     BadModel { address: Pubkey, problem: String },
@@ -72,6 +81,17 @@ pub enum Error {
         model: Pubkey,
         computed: String,
         declared: String,
+    },
+    #[error(
+        "program id {program} is not a deployed program on {cluster}: {found}; deploy \
+         target/deploy/curta_program.so there (solana program deploy) or pass the --program-id \
+         it was deployed at"
+    )]
+    ProgramNotDeployed {
+        program: Pubkey,
+        cluster: String,
+        /// What the address holds instead ("no account", or its owner and size).
+        found: String,
     },
     #[error("model {model} is sealed; a sealed model is permanent and cannot be {action}")]
     Sealed { model: Pubkey, action: &'static str },

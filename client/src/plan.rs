@@ -2,15 +2,13 @@
 //! accounts are missing (the create transactions), which chunks remain (the seals).
 
 use crate::chain::{OnChain, Weight};
-use crate::engine::{Engine, Item, Kind, PACKET_LEN};
-use crate::transport::Transport;
+use crate::engine::{Item, Kind, PACKET_LEN};
 use crate::Error;
 use curta_program::instruction as ix;
 use curta_program::state::Model;
 use curta_program::state::{weight_seed, WEIGHT_HEADER_LEN};
 use solana_instruction::Instruction;
 use solana_pubkey::Pubkey;
-use solana_signer::Signer;
 use solana_system_interface::instruction as system_instruction;
 
 /// New account data one transaction may allocate: the runtime's per-transaction limit
@@ -50,27 +48,6 @@ pub fn differing_bytes(onchain: Option<&[u8]>, wanted: &[u8]) -> u64 {
     }
 }
 
-/// Most bytes one Write can carry with this engine's fee payer and compute-budget settings.
-pub fn write_capacity<T: Transport>(engine: &Engine<'_, T>) -> usize {
-    let authority = engine.payer().pubkey();
-    let weight = Pubkey::new_unique();
-    let mut bytes = ix::MAX_WRITE_BYTES;
-    while bytes > 1 {
-        let write = ix::write(
-            &curta_program::id(),
-            &weight,
-            &authority,
-            u32::MAX,
-            &vec![0xff; bytes],
-        );
-        if engine.transaction_len(&[write]) <= PACKET_LEN {
-            break;
-        }
-        bytes -= 1;
-    }
-    bytes
-}
-
 /// The Write items that make every section equal to the artifact, interleaved across
 /// sections so that sections are written in parallel.
 pub fn writes(
@@ -79,7 +56,7 @@ pub fn writes(
     authority: &Pubkey,
     capacity: usize,
 ) -> Vec<Item> {
-    let program = curta_program::id();
+    let program = chain.program_id;
     let mut per_section: Vec<Vec<Item>> = sections
         .iter()
         .enumerate()
@@ -157,7 +134,7 @@ pub fn creates(
     rent: &dyn Fn(usize) -> u64,
     tx_len: &dyn Fn(&[Instruction]) -> usize,
 ) -> Creates {
-    let program = curta_program::id();
+    let program = chain.program_id;
     let mut groups: Vec<Vec<Instruction>> = Vec::new();
     let mut current: Vec<Instruction> = Vec::new();
     let mut data = 0usize;
@@ -210,7 +187,7 @@ fn weight_creation(
     lengths: &[u32],
     rent: &dyn Fn(usize) -> u64,
 ) -> (Vec<Instruction>, usize) {
-    let program = curta_program::id();
+    let program = chain.program_id;
     let space = WEIGHT_HEADER_LEN + lengths[section] as usize;
     let init = ix::init_weight_account(
         &program,
@@ -258,9 +235,9 @@ fn weight_creation(
     }
 }
 
-/// Seal items from the model's cursor to its last chunk, in chunk order.
-pub fn seals(model_address: &Pubkey, model: &Model) -> Vec<Item> {
-    let program = curta_program::id();
+/// Seal items from the model's cursor to its last chunk, in chunk order, for the model of
+/// program `program`.
+pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Item> {
     (model.seal_cursor..model.total_chunks)
         .map(|chunk| {
             let (section, _) = model.locate_chunk(chunk).unwrap_or((0, 0));
@@ -269,7 +246,7 @@ pub fn seals(model_address: &Pubkey, model: &Model) -> Vec<Item> {
                 instructions: vec![if chunk == 0 {
                     // Starting a pass is the authority's call; anyone may crank the rest.
                     ix::start_seal(
-                        &program,
+                        program,
                         model_address,
                         &model.weights()[section],
                         &model.authority,
@@ -277,7 +254,7 @@ pub fn seals(model_address: &Pubkey, model: &Model) -> Vec<Item> {
                     )
                 } else {
                     ix::seal(
-                        &program,
+                        program,
                         model_address,
                         &model.weights()[section],
                         model.seal_pass,
@@ -296,7 +273,7 @@ pub fn reopen(chain: &OnChain, authority: &Pubkey) -> Item {
     Item {
         kind: Kind::Other,
         instructions: vec![ix::reopen(
-            &curta_program::id(),
+            &chain.program_id,
             &chain.address,
             authority,
             &weights,

@@ -30,7 +30,7 @@ pub async fn publish<T: Transport>(
 ) -> Result<Report, Error> {
     let started = Instant::now();
     let artifact = LocalArtifact::decode(file)?;
-    let model_address = artifact.model_address(&authority.pubkey());
+    let model_address = artifact.model_address(&t.program_id(), &authority.pubkey());
     let mut engine = Engine::new(
         t,
         authority,
@@ -38,6 +38,7 @@ pub async fn publish<T: Transport>(
         options.max_in_flight,
         Progress::new(options.progress),
     );
+    chain::require_program(t).await?;
     let balance_before = t.balance(&authority.pubkey()).await?;
     let chain = chain::read(t, &model_address, &authority.pubkey(), &artifact.lengths).await?;
     if let Some(model) = &chain.model {
@@ -49,7 +50,7 @@ pub async fn publish<T: Transport>(
 
     let state = chain.model.as_ref().map(|m| m.state);
     if state != Some(ModelState::Sealed) {
-        let capacity = plan::write_capacity(&engine);
+        let capacity = engine.write_capacity();
         let creates = plan::creates(
             &chain,
             &authority.pubkey(),
@@ -179,7 +180,10 @@ pub(crate) fn seal_representative(
 ) -> solana_instruction::Instruction {
     match &chain.model {
         Some(model) if !reopen => {
-            if let Some(item) = plan::seals(model_address, model).into_iter().next() {
+            if let Some(item) = plan::seals(&chain.program_id, model_address, model)
+                .into_iter()
+                .next()
+            {
                 return item.instructions[0].clone();
             }
         }
@@ -188,7 +192,7 @@ pub(crate) fn seal_representative(
     let weight = chain.weights.first().map_or(*model_address, |w| w.address);
     let pass = chain.model.as_ref().map_or(0, |m| m.seal_pass + 1);
     curta_program::instruction::start_seal(
-        &curta_program::id(),
+        &chain.program_id,
         model_address,
         &weight,
         authority,
@@ -267,7 +271,7 @@ pub(crate) async fn write_rounds<T: Transport>(
     rent: &dyn Fn(usize) -> u64,
 ) -> Result<(), Error> {
     let authority = engine.payer().pubkey();
-    let capacity = plan::write_capacity(engine);
+    let capacity = engine.write_capacity();
     let window = engine.profile.window;
     let mut stalled = 0;
     let mut last = (Kind::Other, usize::MAX);

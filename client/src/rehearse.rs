@@ -7,6 +7,7 @@ use crate::transport::BankTransport;
 use crate::verify::{verify, Verification};
 use crate::{Error, Options};
 use solana_keypair::Keypair;
+use solana_pubkey::Pubkey;
 use solana_signer::Signer;
 use std::time::Instant;
 
@@ -28,26 +29,19 @@ pub async fn rehearsal_bank() -> (BankTransport, Keypair) {
     (bank, authority)
 }
 
-/// Publishes and seals `file` on a fresh in-process bank. With `authority` (the keypair a real
-/// publish would use) the bank funds it and the report's model address is the one that
-/// publish will create on a cluster; without, a throwaway keypair.
+/// Publishes and seals `file` on a fresh in-process bank running the program at
+/// `program_id`. With `authority` (the keypair a real publish would use) the bank funds it
+/// and the report's model address is the one that publish will create on a cluster where the
+/// program is deployed at `program_id`; without, a throwaway keypair.
 pub async fn rehearse(
     file: &[u8],
     authority: Option<&Keypair>,
+    program_id: &Pubkey,
     options: &Options,
 ) -> Result<Report, Error> {
-    let throwaway;
-    let (bank, authority) = match authority {
-        Some(authority) => (
-            BankTransport::start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await,
-            authority,
-        ),
-        None => {
-            let (bank, keypair) = rehearsal_bank().await;
-            throwaway = keypair;
-            (bank, &throwaway)
-        }
-    };
+    let throwaway = Keypair::new();
+    let authority = authority.unwrap_or(&throwaway);
+    let bank = BankTransport::start_at(&[(authority.pubkey(), REHEARSAL_FUNDS)], *program_id).await;
     let mut report = publish(&bank, authority, file, true, options).await?;
     report.command = "rehearse";
     Ok(report)

@@ -32,6 +32,7 @@ pub async fn seal<T: Transport>(
 ) -> Result<Report, Error> {
     let started = Instant::now();
     let artifact = artifact.map(LocalArtifact::decode).transpose()?;
+    chain::require_program(t).await?;
     let model = chain::existing_model(t, model_address).await?;
     if let Some(artifact) = &artifact {
         check_model(model_address, &model, artifact)?;
@@ -52,7 +53,7 @@ pub async fn seal<T: Transport>(
     if model.state != ModelState::Sealed {
         let (writes, reopen) = match &artifact {
             Some(artifact) => {
-                let capacity = plan::write_capacity(&engine);
+                let capacity = engine.write_capacity();
                 let writes = plan::writes(&chain, &artifact.sections, &model.authority, capacity);
                 let reopen = needs_reopen(
                     &chain,
@@ -172,7 +173,7 @@ pub(crate) async fn seal_rounds<T: Transport>(
             )));
         }
         last_cursor = Some(model.seal_cursor);
-        let items = plan::seals(model_address, &model);
+        let items = plan::seals(&engine.transport().program_id(), model_address, &model);
         let window = engine.profile.seal_window;
         for failure in engine.run(items, window, true).await? {
             match curta_error(&failure.error) {

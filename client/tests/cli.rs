@@ -233,3 +233,72 @@ fn rehearse_with_a_keypair_reports_the_model_address_publish_will_use() {
     assert_eq!(json["model"], model.to_string());
     assert_eq!(json["state"], "Sealed");
 }
+
+/// `--program-id` beats `CURTA_PROGRAM_ID`, which beats the crate's id: rehearse (which loads
+/// the program at that id) reports the model address derived from the id in force. A
+/// malformed id is refused with its source named.
+#[test]
+fn program_id_from_the_flag_then_the_environment() {
+    use solana_signer::Signer;
+    let dir = tempfile::tempdir().unwrap();
+    let artifact = artifact_file(&dir);
+    let keypair = solana_keypair::Keypair::new();
+    let path = dir.path().join("id.json");
+    std::fs::write(&path, format!("{:?}", keypair.to_bytes().to_vec())).unwrap();
+    let bytes = std::fs::read(&artifact).unwrap();
+    let decoded = curta_core::decode(&bytes).unwrap();
+    let hash = curta_core::weights_hash(decoded.sections());
+    let model = |program: &solana_pubkey::Pubkey| {
+        curta_program::state::model_address(program, &keypair.pubkey(), &hash)
+            .0
+            .to_string()
+    };
+    let flag = solana_pubkey::Pubkey::new_unique();
+    let env = solana_pubkey::Pubkey::new_unique();
+    let run = |extra: &[&str], env_id: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_client"));
+        command
+            .args([
+                "rehearse",
+                &artifact,
+                "--keypair",
+                &path.display().to_string(),
+            ])
+            .args(["--output", "json"])
+            .args(extra)
+            .env("RUST_LOG", "error")
+            .env_remove("CURTA_PROGRAM_ID");
+        if let Some(id) = env_id {
+            command.env("CURTA_PROGRAM_ID", id);
+        }
+        let out = command.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let json = |out: &str| serde_json::from_str::<serde_json::Value>(out).unwrap();
+    let flag_s = flag.to_string();
+    let env_s = env.to_string();
+
+    let (ok, out, err) = run(&["--program-id", &flag_s], Some(&env_s));
+    assert!(ok, "{err}");
+    assert_eq!(json(&out)["model"], model(&flag), "the flag wins");
+    let (ok, out, err) = run(&[], Some(&env_s));
+    assert!(ok, "{err}");
+    assert_eq!(json(&out)["model"], model(&env), "then the environment");
+    let (ok, out, err) = run(&[], None);
+    assert!(ok, "{err}");
+    assert_eq!(
+        json(&out)["model"],
+        model(&curta_program::id()),
+        "then the crate's id"
+    );
+    let (ok, _, err) = run(&["--program-id", "not-base58!"], None);
+    assert!(!ok);
+    assert!(
+        err.contains("--program-id 'not-base58!' (or CURTA_PROGRAM_ID) is not a base-58 address"),
+        "{err}"
+    );
+}

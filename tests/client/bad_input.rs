@@ -88,7 +88,9 @@ async fn wrong_addresses_and_files_send_nothing() {
             address,
             owner,
             len,
+            program,
         } => {
+            assert_eq!(*program, curta_program::id());
             assert_eq!(*address, authority.pubkey());
             assert_eq!(*owner, solana_system_interface::program::ID);
             assert_eq!(*len, 0);

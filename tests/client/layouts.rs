@@ -175,6 +175,7 @@ fn planned_creates(layout: Layout, authority: &Pubkey, priced: bool) -> plan::Cr
     let program = curta_program::id();
     let model = model_address(&program, authority, &hash).0;
     let chain = curta_client::chain::OnChain {
+        program_id: program,
         address: model,
         model: None,
         model_lamports: 0,

@@ -347,6 +347,9 @@ impl Transport for ShortStatuses<'_> {
     fn profile(&self) -> curta_client::Profile {
         self.0.profile()
     }
+    fn program_id(&self) -> Pubkey {
+        self.0.program_id()
+    }
     async fn get_accounts(&self, a: &[Pubkey]) -> Result<Vec<Option<Account>>, Error> {
         self.0.get_accounts(a).await
     }

@@ -49,6 +49,8 @@ pub struct Faulty<'a, T: Transport> {
     stale: Mutex<Vec<(Hash, u64, Instant)>>,
     /// Error every call after this many sends (simulates a crash), if set.
     pub fail_after_sends: Mutex<Option<u64>>,
+    /// The program id the client is told to use, when it is not the bank's.
+    pub program_id: Option<Pubkey>,
 }
 
 impl<'a, T: Transport> Faulty<'a, T> {
@@ -61,6 +63,15 @@ impl<'a, T: Transport> Faulty<'a, T> {
             dropped: Mutex::new(0),
             stale: Mutex::new(Vec::new()),
             fail_after_sends: Mutex::new(None),
+            program_id: None,
+        }
+    }
+
+    /// Forwards everything, but tells the client the program lives at `program_id`.
+    pub fn with_program_id(inner: &'a T, program_id: Pubkey) -> Self {
+        Faulty {
+            program_id: Some(program_id),
+            ..Faulty::new(inner, Fault::None, 0)
         }
     }
 
@@ -86,6 +97,9 @@ impl<T: Transport> Transport for Faulty<'_, T> {
     }
     fn profile(&self) -> Profile {
         self.inner.profile()
+    }
+    fn program_id(&self) -> Pubkey {
+        self.program_id.unwrap_or_else(|| self.inner.program_id())
     }
     async fn get_accounts(&self, a: &[Pubkey]) -> Result<Vec<Option<Account>>, Error> {
         self.crashed()?;
@@ -166,8 +180,9 @@ impl<T: Transport> Transport for Faulty<'_, T> {
 }
 
 /// How many of `signatures` landed on the bank (successfully or not): each paid one fee.
-/// Waits until none is still pending in the bank's queue.
-pub async fn landed<T: Transport>(bank: &T, signatures: &[Signature]) -> u64 {
+/// Waits first until every transaction handed to the bank has executed.
+pub async fn landed(bank: &curta_client::BankTransport, signatures: &[Signature]) -> u64 {
+    bank.settle().await;
     let unique: Vec<Signature> = signatures
         .iter()
         .copied()

@@ -1,6 +1,6 @@
 //! The chain commands: publish, seal, status, verify, close, rehearse, demo.
 
-use super::config::{ClusterArgs, Output};
+use super::config::{GlobalArgs, Output};
 use crate::transport::RpcTransport;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
@@ -77,8 +77,12 @@ fn parse_address(what: &str, s: &str) -> Result<Pubkey> {
     Pubkey::from_str(s).map_err(|e| anyhow!("{what} '{s}' is not a base-58 account address: {e}"))
 }
 
-fn rpc(cluster: &ClusterArgs) -> Result<RpcTransport> {
-    Ok(RpcTransport::new(&cluster.url()?, cluster.commitment()?))
+fn rpc(global: &GlobalArgs) -> Result<RpcTransport> {
+    Ok(RpcTransport::with_program_id(
+        &global.url()?,
+        global.commitment()?,
+        global.program_id()?,
+    ))
 }
 
 fn print(output: Output, text: String, json: serde_json::Value) {
@@ -91,53 +95,53 @@ fn print(output: Output, text: String, json: serde_json::Value) {
     }
 }
 
-pub fn publish(args: PublishArgs, cluster: ClusterArgs) -> Result<()> {
+pub fn publish(args: PublishArgs, global: GlobalArgs) -> Result<()> {
     let artifact = read_artifact(&args.artifact)?;
-    let keypair = cluster.keypair()?;
-    let t = rpc(&cluster)?;
+    let keypair = global.keypair()?;
+    let t = rpc(&global)?;
     let report = runtime()?.block_on(crate::publish(
         &t,
         &keypair,
         &artifact,
         args.seal,
-        &cluster.options(),
+        &global.options(),
     ))?;
-    print(cluster.output, report.to_text(), report.to_json());
+    print(global.output, report.to_text(), report.to_json());
     Ok(())
 }
 
-pub fn seal(args: SealArgs, cluster: ClusterArgs) -> Result<()> {
+pub fn seal(args: SealArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
     let artifact = args.artifact.as_deref().map(read_artifact).transpose()?;
-    let keypair = cluster.keypair()?;
-    let t = rpc(&cluster)?;
+    let keypair = global.keypair()?;
+    let t = rpc(&global)?;
     let report = runtime()?.block_on(crate::seal(
         &t,
         &keypair,
         &model,
         artifact.as_deref(),
-        &cluster.options(),
+        &global.options(),
     ))?;
-    print(cluster.output, report.to_text(), report.to_json());
+    print(global.output, report.to_text(), report.to_json());
     Ok(())
 }
 
-pub fn status(args: StatusArgs, cluster: ClusterArgs) -> Result<()> {
+pub fn status(args: StatusArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
     let artifact = args.artifact.as_deref().map(read_artifact).transpose()?;
-    let t = rpc(&cluster)?;
+    let t = rpc(&global)?;
     let status = runtime()?.block_on(crate::status(&t, &model, artifact.as_deref()))?;
-    print(cluster.output, status.to_text(), status.to_json());
+    print(global.output, status.to_text(), status.to_json());
     Ok(())
 }
 
-pub fn verify(args: VerifyArgs, cluster: ClusterArgs) -> Result<()> {
+pub fn verify(args: VerifyArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
     let artifact = read_artifact(&args.artifact)?;
-    let t = rpc(&cluster)?;
+    let t = rpc(&global)?;
     let verification = runtime()?.block_on(crate::verify(&t, &model, &artifact))?;
     print(
-        cluster.output,
+        global.output,
         verification.to_text(),
         verification.to_json(),
     );
@@ -147,33 +151,33 @@ pub fn verify(args: VerifyArgs, cluster: ClusterArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn close(args: CloseArgs, cluster: ClusterArgs) -> Result<()> {
+pub fn close(args: CloseArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
     let destination = args
         .destination
         .as_deref()
         .map(|d| parse_address("destination", d))
         .transpose()?;
-    let keypair = cluster.keypair()?;
-    let t = rpc(&cluster)?;
+    let keypair = global.keypair()?;
+    let t = rpc(&global)?;
     let report = runtime()?.block_on(crate::close(
         &t,
         &keypair,
         &model,
         destination,
-        &cluster.options(),
+        &global.options(),
     ))?;
-    print(cluster.output, report.to_text(), report.to_json());
+    print(global.output, report.to_text(), report.to_json());
     Ok(())
 }
 
-pub fn rehearse(args: RehearseArgs, cluster: ClusterArgs) -> Result<()> {
+pub fn rehearse(args: RehearseArgs, global: GlobalArgs) -> Result<()> {
     let artifact = read_artifact(&args.artifact)?;
     // With --keypair (or a keypair in the Solana CLI config) the rehearsal signs as that
     // authority, so its model address is the one `publish` will use; no lamport is touched.
-    let authority = match &cluster.keypair {
-        Some(_) => Some(cluster.keypair()?),
-        None => cluster
+    let authority = match &global.keypair {
+        Some(_) => Some(global.keypair()?),
+        None => global
             .keypair_path()
             .ok()
             .filter(|p| p.exists())
@@ -182,19 +186,20 @@ pub fn rehearse(args: RehearseArgs, cluster: ClusterArgs) -> Result<()> {
     let report = runtime()?.block_on(crate::rehearse(
         &artifact,
         authority.as_ref(),
-        &cluster.options(),
+        &global.program_id()?,
+        &global.options(),
     ))?;
     let text = format!(
         "{}(in-process bank running the real program; the same transactions and lamports on a cluster)\nnext:           client publish {} --keypair <KEYPAIR> --url <URL> --seal\n",
         report.to_text().replace("next:", "after:"),
         args.artifact.display()
     );
-    print(cluster.output, text, report.to_json());
+    print(global.output, text, report.to_json());
     Ok(())
 }
 
-pub fn demo(cluster: ClusterArgs) -> Result<()> {
-    let demo = runtime()?.block_on(crate::demo(&cluster.options()))?;
+pub fn demo(global: GlobalArgs) -> Result<()> {
+    let demo = runtime()?.block_on(crate::demo(&global.options()))?;
     let text = format!(
         "converted the bundled stories260K + tok512 into a {} byte artifact in {:.2} s\n{}{}",
         demo.artifact_bytes,
@@ -205,7 +210,7 @@ pub fn demo(cluster: ClusterArgs) -> Result<()> {
     let mut json = demo.report.to_json();
     json["verified"] = serde_json::Value::Bool(demo.verification.ok());
     json["convert_seconds"] = serde_json::json!(demo.convert_seconds);
-    print(cluster.output, text, json);
+    print(global.output, text, json);
     if !demo.verification.ok() {
         anyhow::bail!("the demo model does not verify");
     }

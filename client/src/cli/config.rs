@@ -1,5 +1,6 @@
-//! Solana CLI conventions: `--url` monikers, `--keypair`, `--commitment`, defaults from the
-//! Solana CLI config file, then ~/.config/solana/id.json.
+//! The options every command takes. Solana CLI conventions: `--url` monikers, `--keypair`,
+//! `--commitment`, defaults from the Solana CLI config file, then ~/.config/solana/id.json;
+//! `--program-id` (then `CURTA_PROGRAM_ID`, then the crate's id) names the Curta deployment.
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 #[derive(Args, Debug, Clone)]
-pub struct ClusterArgs {
+pub struct GlobalArgs {
     /// URL of the RPC endpoint, or a moniker: localhost, devnet, testnet, mainnet-beta (l, d, t, m)
     #[arg(
         short = 'u',
@@ -40,6 +41,14 @@ pub struct ClusterArgs {
     /// Output format
     #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// The Curta program's address on the cluster (where you deployed curta_program.so)
+    #[arg(
+        long = "program-id",
+        global = true,
+        env = "CURTA_PROGRAM_ID",
+        value_name = "PUBKEY"
+    )]
+    pub program_id: Option<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +57,7 @@ pub enum Output {
     Json,
 }
 
-impl ClusterArgs {
+impl GlobalArgs {
     fn config(&self) -> Result<solana_cli_config::Config> {
         let path = match &self.config {
             Some(path) => Some(path.display().to_string()),
@@ -87,6 +96,16 @@ impl ClusterArgs {
         CommitmentConfig::from_str(&level).map_err(|_| {
             anyhow!("--commitment {level}: expected processed, confirmed or finalized")
         })
+    }
+
+    /// `--program-id`, else `CURTA_PROGRAM_ID`, else the program crate's id.
+    pub fn program_id(&self) -> Result<solana_pubkey::Pubkey> {
+        match &self.program_id {
+            Some(id) => solana_pubkey::Pubkey::from_str(id).map_err(|e| {
+                anyhow!("--program-id '{id}' (or CURTA_PROGRAM_ID) is not a base-58 address: {e}")
+            }),
+            None => Ok(curta_program::id()),
+        }
     }
 
     pub fn keypair_path(&self) -> Result<PathBuf> {

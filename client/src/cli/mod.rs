@@ -17,7 +17,7 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
     #[command(flatten)]
-    pub cluster: config::ClusterArgs,
+    pub global: config::GlobalArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -51,18 +51,18 @@ pub fn main() -> ExitCode {
         std::env::set_var("RUST_LOG", "error");
     }
     let cli = Cli::parse();
-    let cluster = cli.cluster;
+    let global = cli.global;
     let result = match cli.command {
         Command::Convert(args) => artifact::convert(args),
         Command::Inspect(args) => artifact::inspect(args),
         Command::Hash(args) => artifact::hash(args),
-        Command::Publish(args) => chain::publish(args, cluster),
-        Command::Seal(args) => chain::seal(args, cluster),
-        Command::Status(args) => chain::status(args, cluster),
-        Command::Verify(args) => chain::verify(args, cluster),
-        Command::Close(args) => chain::close(args, cluster),
-        Command::Rehearse(args) => chain::rehearse(args, cluster),
-        Command::Demo => chain::demo(cluster),
+        Command::Publish(args) => chain::publish(args, global),
+        Command::Seal(args) => chain::seal(args, global),
+        Command::Status(args) => chain::status(args, global),
+        Command::Verify(args) => chain::verify(args, global),
+        Command::Close(args) => chain::close(args, global),
+        Command::Rehearse(args) => chain::rehearse(args, global),
+        Command::Demo => chain::demo(global),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

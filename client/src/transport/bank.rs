@@ -29,10 +29,13 @@ pub struct BankTransport {
     client: BanksClient,
     context: Mutex<ProgramTestContext>,
     mint_address: Pubkey,
+    program_id: Pubkey,
     checked: Mutex<(Hash, Instant)>,
     /// Signalled whenever a sent transaction finishes executing (tokio's timer cannot sleep
     /// less than a millisecond, several times what a small transaction takes here).
     finished: std::sync::Arc<tokio::sync::Notify>,
+    /// Transactions handed to the bank that have not finished executing.
+    executing: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 fn bank_error(err: impl std::fmt::Display) -> Error {
@@ -40,11 +43,17 @@ fn bank_error(err: impl std::fmt::Display) -> Error {
 }
 
 impl BankTransport {
-    /// Starts a bank; each `(address, lamports)` becomes a system account at genesis.
+    /// Starts a bank with the program at its default id; each `(address, lamports)` becomes a
+    /// system account at genesis.
     pub async fn start(funded: &[(Pubkey, u64)]) -> BankTransport {
+        BankTransport::start_at(funded, curta_program::id()).await
+    }
+
+    /// Starts a bank with the program loaded at `program_id`.
+    pub async fn start_at(funded: &[(Pubkey, u64)], program_id: Pubkey) -> BankTransport {
         let mut test = ProgramTest::new(
             "curta_program",
-            curta_program::id(),
+            program_id,
             processor!(curta_program::processor::process_instruction),
         );
         test.prefer_bpf(false);
@@ -61,8 +70,10 @@ impl BankTransport {
             client: context.banks_client.clone(),
             context: Mutex::new(context),
             mint_address,
+            program_id,
             checked,
             finished: Default::default(),
+            executing: Default::default(),
         }
     }
 
@@ -73,6 +84,14 @@ impl BankTransport {
 
     pub fn banks_client(&self) -> BanksClient {
         self.client.clone()
+    }
+
+    /// Waits until every transaction handed to the bank has finished executing (tests read
+    /// the chain after an interrupted run this way).
+    pub async fn settle(&self) {
+        while self.executing.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            let _ = tokio::time::timeout(Duration::from_millis(1), self.finished.notified()).await;
+        }
     }
 
     /// Overwrites an account, bypassing the runtime (tests use it to corrupt state).
@@ -115,6 +134,10 @@ impl BankTransport {
 impl Transport for BankTransport {
     fn describe(&self) -> String {
         "in-process bank".to_string()
+    }
+
+    fn program_id(&self) -> Pubkey {
+        self.program_id
     }
 
     fn profile(&self) -> Profile {
@@ -200,6 +223,8 @@ impl Transport for BankTransport {
                 let client = self.client.clone();
                 let transaction = transaction.clone();
                 let finished = self.finished.clone();
+                let executing = self.executing.clone();
+                executing.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 // The engine reads the outcome from the statuses, not from this call.
                 tokio::spawn(async move {
                     let _ = client
@@ -208,6 +233,8 @@ impl Transport for BankTransport {
                             CommitmentLevel::Processed,
                         )
                         .await;
+                    executing.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    finished.notify_waiters();
                     finished.notify_one();
                 });
             }

@@ -57,6 +57,9 @@ pub trait Transport {
     /// Where the transactions go, for reports ("in-process bank", or the RPC URL).
     fn describe(&self) -> String;
     fn profile(&self) -> Profile;
+    /// The Curta program this transport's cluster runs (where the user deployed it): every
+    /// address, instruction and ownership check of an operation uses it.
+    fn program_id(&self) -> Pubkey;
     /// Accounts in the order asked; `None` for an address without an account.
     async fn get_accounts(&self, addresses: &[Pubkey]) -> Result<Vec<Option<Account>>, Error>;
     async fn balance(&self, address: &Pubkey) -> Result<u64, Error>;

@@ -31,6 +31,7 @@ pub struct RpcTransport {
     client: RpcClient,
     url: String,
     commitment: CommitmentConfig,
+    program_id: Pubkey,
 }
 
 fn rpc_error(err: impl std::fmt::Display) -> Error {
@@ -56,11 +57,22 @@ fn refused_as_malformed(err: &ClientError) -> bool {
 }
 
 impl RpcTransport {
+    /// A transport to the Curta program at its default id (`curta_program::id()`).
     pub fn new(url: &str, commitment: CommitmentConfig) -> RpcTransport {
+        RpcTransport::with_program_id(url, commitment, curta_program::id())
+    }
+
+    /// A transport to the Curta program deployed at `program_id`.
+    pub fn with_program_id(
+        url: &str,
+        commitment: CommitmentConfig,
+        program_id: Pubkey,
+    ) -> RpcTransport {
         RpcTransport {
             client: RpcClient::new_with_commitment(url.to_string(), commitment),
             url: url.to_string(),
             commitment,
+            program_id,
         }
     }
 }
@@ -68,6 +80,10 @@ impl RpcTransport {
 impl Transport for RpcTransport {
     fn describe(&self) -> String {
         self.url.clone()
+    }
+
+    fn program_id(&self) -> Pubkey {
+        self.program_id
     }
 
     fn profile(&self) -> Profile {
