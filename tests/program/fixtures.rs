@@ -60,11 +60,12 @@ fn section_zero_259(c: &Config) -> usize {
     len.next_multiple_of(8)
 }
 
-/// The 18 section lengths of EIGHTEEN, by hand. Section zero: 4,096 + 4 × 33 × 64 (norm)
-/// + 4 × 8 × 32 (rotary) + 32,776 (tables) + 4,144 + 1,036 + 1,548 = 53,072. Section one:
-/// the embedding (tied classifier stored once), 259 rows of 72 bytes = 18,648. Each layer:
-/// query, key, value, output 64 rows of 72 bytes (18,432), gate and up 240 rows of 72 bytes
-/// (34,560), down 64 rows of 248 bytes (15,872) = 68,864: two chunks, the second 3,328 bytes.
+/// The 18 section lengths of EIGHTEEN, by hand. Section zero: 4,096 (header), 4 × 33 × 64
+/// (norm), 4 × 8 × 32 (rotary), 32,776 (tables), 4,144, 1,036 and 1,548 (tokenizer): 53,072.
+/// Section one: the embedding (the tied classifier stored once), 259 rows of 72 bytes: 18,648.
+/// Each layer: query, key, value and output 64 rows of 72 bytes (18,432), gate and up 240 rows
+/// of 72 bytes (34,560), down 64 rows of 248 bytes (15,872): 68,864, two chunks, the second
+/// 3,328 bytes.
 pub fn eighteen_lengths() -> Vec<usize> {
     let mut out = vec![53_072, 18_648];
     out.extend([68_864; 16]);
@@ -72,10 +73,10 @@ pub fn eighteen_lengths() -> Vec<usize> {
     out
 }
 
-/// THREE's lengths by hand. Section zero: 4,096 + 4 × 3 × 256 + 4 × 8 × 64 + 32,776 + 4,144
-/// + 1,036 + 1,548 = 48,720. Section one: 259 rows of 264 bytes = 68,376 (two chunks). Section
+/// THREE's lengths by hand. Section zero: 4,096, 4 × 3 × 256, 4 × 8 × 64, 32,776, 4,144,
+/// 1,036 and 1,548: 48,720. Section one: 259 rows of 264 bytes, 68,376 (two chunks). Section
 /// two: four 256-row matrices of 264-byte rows (270,336), gate and up 880 rows of 264 bytes
-/// (464,640), down 256 rows of 888 bytes (227,328) = 962,304 (15 chunks).
+/// (464,640), down 256 rows of 888 bytes (227,328): 962,304 (15 chunks).
 pub fn three_lengths() -> Vec<usize> {
     let out = vec![48_720, 68_376, 962_304];
     assert_eq!(out[0], section_zero_259(&THREE));
