@@ -28,3 +28,12 @@ mod instruction_data;
 
 #[path = "program/layout.rs"]
 mod layout;
+
+#[path = "program/fixtures.rs"]
+mod fixtures;
+
+#[path = "program/many_sections.rs"]
+mod many_sections;
+
+#[path = "program/attacks_more.rs"]
+mod attacks_more;
