@@ -2,12 +2,13 @@
 //! is permanent (the program refuses to close it; so does the client, before sending).
 
 use crate::chain;
-use crate::engine::{Engine, Item, Kind};
+use crate::engine::{Engine, Kind};
+use crate::plan;
 use crate::progress::Progress;
-use crate::publish::check_funds;
+use crate::steps::check_funds;
 use crate::transport::Transport;
 use crate::{Error, Options};
-use curta_program::state::{weight_address, ModelState};
+use curta_program::state::ModelState;
 use serde_json::json;
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
@@ -78,22 +79,7 @@ pub async fn close<T: Transport>(
     }
     let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
     let destination = destination.unwrap_or(authority.pubkey());
-    let program = t.program_id();
-    let weights: Vec<Pubkey> = (0..model.section_count)
-        .map(|i| weight_address(&program, &model.authority, model_address, i))
-        .collect();
-    let item = Item {
-        kind: Kind::Other,
-        instructions: vec![curta_program::instruction::close(
-            &program,
-            model_address,
-            &authority.pubkey(),
-            &destination,
-            &weights,
-        )],
-        section: 0,
-        bytes: 0,
-    };
+    let item = plan::close(&chain, &authority.pubkey(), &destination);
     let mut engine = Engine::new(
         t,
         authority,
@@ -101,12 +87,13 @@ pub async fn close<T: Transport>(
         options.max_in_flight,
         Progress::hidden(),
     );
-    let fee = engine.fee(Kind::Other, &item.instructions).await?;
+    let fee = engine.fee(Kind::Close, &item.instructions).await?;
     check_funds(
         &authority.pubkey(),
         t.balance(&authority.pubkey()).await?,
         0,
         fee,
+        0,
     )?;
     engine.run_one(item, "close").await?;
     Ok(CloseReport {

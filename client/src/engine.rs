@@ -37,7 +37,7 @@ pub fn fixed_limit(kind: Kind) -> u32 {
         Kind::Create => 100_000,
         Kind::Write => 20_000,
         Kind::Seal => 50_000,
-        Kind::Other => 100_000,
+        Kind::Reopen | Kind::Close => 100_000,
     }
 }
 
@@ -85,8 +85,32 @@ pub enum Kind {
     Create,
     Write,
     Seal,
-    /// Reopen, Close.
-    Other,
+    Reopen,
+    Close,
+}
+
+impl Kind {
+    /// The word errors and reports use for this kind's transactions.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Create => "create",
+            Kind::Write => "write",
+            Kind::Seal => "seal",
+            Kind::Reopen => "reopen",
+            Kind::Close => "close",
+        }
+    }
+}
+
+/// What one item is about, where the engine reports or counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subject {
+    /// The whole model (creates, Reopen, Close).
+    Model,
+    /// A Write of `bytes` payload bytes into `section`.
+    Write { section: usize, bytes: usize },
+    /// The seal of chunk `chunk` of the chain.
+    Chunk(u32),
 }
 
 /// One transaction's instructions (without compute-budget instructions), and what it is for.
@@ -94,10 +118,26 @@ pub enum Kind {
 pub struct Item {
     pub kind: Kind,
     pub instructions: Vec<Instruction>,
-    /// Section a Write goes to (progress), or a seal's chunk index.
-    pub section: usize,
-    /// Payload bytes of a Write.
-    pub bytes: usize,
+    pub subject: Subject,
+}
+
+impl Item {
+    /// An item about the whole model.
+    pub fn model(kind: Kind, instructions: Vec<Instruction>) -> Item {
+        Item {
+            kind,
+            instructions,
+            subject: Subject::Model,
+        }
+    }
+
+    /// Payload bytes of a Write (0 for the others).
+    pub fn bytes(&self) -> usize {
+        match self.subject {
+            Subject::Write { bytes, .. } => bytes,
+            _ => 0,
+        }
+    }
 }
 
 /// What the engine sent and what landed, over all its runs.
@@ -149,11 +189,13 @@ pub fn about(item: &Item) -> Option<String> {
             .and_then(|ix| ix.accounts.get(i))
             .map(|a| a.pubkey)
     };
-    match item.kind {
+    match item.subject {
         // Write: [weight, authority]; Seal: [model, weight, ...].
-        Kind::Write => account(0).map(|w| format!("section {} (weight account {w})", item.section)),
-        Kind::Seal => account(1).map(|w| format!("chunk {} (weight account {w})", item.section)),
-        _ => None,
+        Subject::Write { section, .. } => {
+            account(0).map(|w| format!("section {section} (weight account {w})"))
+        }
+        Subject::Chunk(chunk) => account(1).map(|w| format!("chunk {chunk} (weight account {w})")),
+        Subject::Model => None,
     }
 }
 
@@ -252,12 +294,7 @@ impl<'a, T: Transport> Engine<'a, T> {
     /// shape has no limit yet). Call it on a representative of each kind before a cost check
     /// so that the check and the transactions sent use the same limits.
     pub async fn fee(&mut self, kind: Kind, example: &[Instruction]) -> Result<u64, Error> {
-        let item = Item {
-            kind,
-            instructions: example.to_vec(),
-            section: 0,
-            bytes: 0,
-        };
+        let item = Item::model(kind, example.to_vec());
         self.measure(&item).await?;
         let key = (kind, self.limit(kind, example));
         if let Some(fee) = self.fees.get(&key) {
@@ -371,6 +408,16 @@ impl<'a, T: Transport> Engine<'a, T> {
         window: usize,
         stop_on_failure: bool,
     ) -> Result<Vec<Failure>, Error> {
+        // Price every shape first (simulating it for its compute-unit limit where a price is
+        // set): the send and status loop below only reads what this found.
+        let mut fees = HashMap::new();
+        for item in &items {
+            if let std::collections::hash_map::Entry::Vacant(entry) =
+                fees.entry(shape(item.kind, &item.instructions))
+            {
+                entry.insert(self.fee(item.kind, &item.instructions).await?);
+            }
+        }
         let mut queue: VecDeque<(Item, u32)> = items.into_iter().map(|item| (item, 0)).collect();
         let mut in_flight: Vec<InFlight> = Vec::new();
         let mut failures = Vec::new();
@@ -390,11 +437,10 @@ impl<'a, T: Transport> Engine<'a, T> {
                     if attempts >= MAX_ATTEMPTS {
                         return Err(Error::Stalled(format!(
                             "a {} transaction was not accepted after {MAX_ATTEMPTS} signings; is {} reachable?",
-                            kind_name(item.kind),
+                            item.kind.name(),
                             self.transport.describe()
                         )));
                     }
-                    self.measure(&item).await?;
                     let (mut blockhash, mut last_valid) = (blockhash, last_valid);
                     let mut tx = self.sign(&item, blockhash);
                     if self.sent.contains(&tx.signatures[0]) {
@@ -451,8 +497,7 @@ impl<'a, T: Transport> Engine<'a, T> {
                 match status {
                     TxStatus::Landed(result) => {
                         resolved += 1;
-                        let fee = self.fee(f.item.kind, &f.item.instructions).await?;
-                        self.tally.fees += fee;
+                        self.tally.fees += fees[&shape(f.item.kind, &f.item.instructions)];
                         match result {
                             Ok(()) => self.count(&f.item),
                             Err(error) => {
@@ -488,31 +533,21 @@ impl<'a, T: Transport> Engine<'a, T> {
         match item.kind {
             Kind::Create => tally.create += 1,
             Kind::Write => {
+                let bytes = item.bytes();
                 tally.write += 1;
-                tally.bytes_written += item.bytes as u64;
-                tally.write_bytes_min = Some(
-                    tally
-                        .write_bytes_min
-                        .map_or(item.bytes, |m| m.min(item.bytes)),
-                );
-                tally.write_bytes_max = tally.write_bytes_max.max(item.bytes);
-                self.progress.wrote(item.section, item.bytes as u64);
+                tally.bytes_written += bytes as u64;
+                tally.write_bytes_min = Some(tally.write_bytes_min.map_or(bytes, |m| m.min(bytes)));
+                tally.write_bytes_max = tally.write_bytes_max.max(bytes);
+                if let Subject::Write { section, .. } = item.subject {
+                    self.progress.wrote(section, bytes as u64);
+                }
             }
             Kind::Seal => {
                 tally.seal += 1;
                 self.progress.sealed();
             }
-            Kind::Other => tally.other += 1,
+            Kind::Reopen | Kind::Close => tally.other += 1,
         }
-    }
-}
-
-pub fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Create => "create",
-        Kind::Write => "write",
-        Kind::Seal => "seal",
-        Kind::Other => "reopen/close",
     }
 }
 

@@ -18,6 +18,7 @@ pub mod rehearse;
 pub mod report;
 pub mod seal;
 pub mod status;
+pub mod steps;
 pub mod transport;
 pub mod verify;
 

@@ -2,7 +2,7 @@
 //! accounts are missing (the create transactions), which chunks remain (the seals).
 
 use crate::chain::{OnChain, Weight};
-use crate::engine::{Item, Kind, PACKET_LEN};
+use crate::engine::{Item, Kind, Subject, PACKET_LEN};
 use crate::Error;
 use curta_program::instruction as ix;
 use curta_program::state::Model;
@@ -73,8 +73,10 @@ pub fn writes(
                         offset,
                         &wanted[offset as usize..(offset + len) as usize],
                     )],
-                    section: i,
-                    bytes: len as usize,
+                    subject: Subject::Write {
+                        section: i,
+                        bytes: len as usize,
+                    },
                 })
                 .collect()
         })
@@ -165,12 +167,9 @@ pub fn creates(
     if !current.is_empty() {
         groups.push(current);
     }
-    let mut items = groups.into_iter().map(|instructions| Item {
-        kind: Kind::Create,
-        instructions,
-        section: 0,
-        bytes: 0,
-    });
+    let mut items = groups
+        .into_iter()
+        .map(|instructions| Item::model(Kind::Create, instructions));
     Creates {
         model: if creates_model { items.next() } else { None },
         weights: items.collect(),
@@ -261,26 +260,39 @@ pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Ite
                         chunk,
                     )
                 }],
-                section: chunk as usize,
-                bytes: 0,
+                subject: Subject::Chunk(chunk),
             }
         })
         .collect()
 }
 
+/// The Reopen of the model: every weight account, in section order.
 pub fn reopen(chain: &OnChain, authority: &Pubkey) -> Item {
     let weights: Vec<Pubkey> = chain.weights.iter().map(|w| w.address).collect();
-    Item {
-        kind: Kind::Other,
-        instructions: vec![ix::reopen(
+    Item::model(
+        Kind::Reopen,
+        vec![ix::reopen(
             &chain.program_id,
             &chain.address,
             authority,
             &weights,
         )],
-        section: 0,
-        bytes: 0,
-    }
+    )
+}
+
+/// The Close of the model, its rent going to `destination`.
+pub fn close(chain: &OnChain, authority: &Pubkey, destination: &Pubkey) -> Item {
+    let weights: Vec<Pubkey> = chain.weights.iter().map(|w| w.address).collect();
+    Item::model(
+        Kind::Close,
+        vec![ix::close(
+            &chain.program_id,
+            &chain.address,
+            authority,
+            destination,
+            &weights,
+        )],
+    )
 }
 
 /// Rent the payer still owes for the accounts that do not exist yet: each one's rent-exempt

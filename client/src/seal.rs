@@ -1,21 +1,16 @@
 //! `seal`: drive sealing from wherever it stands to Sealed, one chunk per transaction. With
 //! the artifact, first find and rewrite the bytes that differ (reopening if needed).
 
-use crate::artifact::{hex, LocalArtifact};
+use crate::artifact::LocalArtifact;
 use crate::chain;
 use crate::engine::Engine;
-use crate::error::curta_error;
 use crate::plan;
 use crate::progress::Progress;
-use crate::publish::{
-    check_funds_keeping, check_model, needs_reopen, rent_table, run_reopen, seal_representative,
-    state_name, write_rounds, STALL_ROUNDS,
-};
 use crate::report::Report;
+use crate::steps::{check_funds, check_model, refuse_mismatch, rent_table, state_name, Plan};
 use crate::transport::Transport;
 use crate::{Error, Options};
-use curta_program::error::CurtaError;
-use curta_program::state::{Model, ModelState};
+use curta_program::state::ModelState;
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
 use solana_signer::Signer;
@@ -51,65 +46,37 @@ pub async fn seal<T: Transport>(
     );
 
     if model.state != ModelState::Sealed {
-        let (writes, reopen) = match &artifact {
-            Some(artifact) => {
-                let capacity = engine.write_capacity();
-                let writes = plan::writes(&chain, &artifact.sections, &model.authority, capacity);
-                let reopen = needs_reopen(
-                    &chain,
-                    !writes.is_empty() || model.state == ModelState::Mismatch,
-                );
-                (writes, reopen)
-            }
-            None if model.state == ModelState::Mismatch => {
-                return Err(mismatch(model_address, &model))
-            }
-            None => (Vec::new(), false),
-        };
+        if artifact.is_none() {
+            // Without the artifact there is nothing to repair a mismatch with.
+            refuse_mismatch(model_address, &model)?;
+        }
+        let rents = rent_table(t, &lengths).await?;
+        let rent = |len: usize| rents[&len];
+        let plan = Plan::new(
+            &chain,
+            &model.authority,
+            artifact.as_ref(),
+            true,
+            &rent,
+            &|ixs| engine.transaction_len(ixs),
+            engine.write_capacity(),
+        );
         // Rewriting, reopening and starting a seal pass (chunk 0) need the authority; once a
         // pass has started, anyone may crank it.
-        let starts_pass = reopen || model.seal_cursor == 0;
-        if (starts_pass || !writes.is_empty()) && payer.pubkey() != model.authority {
+        if (plan.starts_pass(&chain) || !plan.writes.is_empty())
+            && payer.pubkey() != model.authority
+        {
             return Err(Error::NotAuthority {
                 model: *model_address,
                 signer: payer.pubkey(),
                 authority: model.authority,
             });
         }
-        let chunks = if reopen {
-            model.total_chunks
-        } else {
-            model.total_chunks - model.seal_cursor
-        };
-        // With a price, `fee` measures each kind's representative first, so the check and
-        // the transactions use the same compute-unit limits.
-        let mut fees = 0;
-        if let Some(item) = writes.iter().max_by_key(|w| w.bytes) {
-            fees += writes.len() as u64
-                * engine
-                    .fee(crate::engine::Kind::Write, &item.instructions)
-                    .await?;
-        }
-        if reopen {
-            let item = plan::reopen(&chain, &model.authority);
-            fees += engine
-                .fee(crate::engine::Kind::Other, &item.instructions)
-                .await?;
-        }
-        if chunks > 0 {
-            let example = seal_representative(&chain, model_address, &model.authority, reopen);
-            fees += chunks as u64 * engine.fee(crate::engine::Kind::Seal, &[example]).await?;
-        }
+        let fees = plan.fees(&mut engine).await?;
         let reserve = t.rent_minimum(0).await?;
-        check_funds_keeping(&payer.pubkey(), balance_before, 0, fees, reserve)?;
-        if reopen {
-            run_reopen(&mut engine, &chain).await?;
-        }
-        if let Some(artifact) = &artifact {
-            let rents = rent_table(t, &lengths).await?;
-            write_rounds(&mut engine, model_address, artifact, &|len| rents[&len]).await?;
-        }
-        seal_rounds(&mut engine, model_address).await?;
+        check_funds(&payer.pubkey(), balance_before, 0, fees, reserve)?;
+        plan.run(&mut engine, model_address, artifact.as_ref(), &rent)
+            .await?;
     }
     engine.progress.finish();
     let chain = chain::read(t, model_address, &model.authority, &lengths).await?;
@@ -129,69 +96,4 @@ pub async fn seal<T: Transport>(
         seconds: started.elapsed().as_secs_f64(),
         next: None,
     })
-}
-
-fn mismatch(model_address: &Pubkey, model: &Model) -> Error {
-    Error::Mismatch {
-        model: *model_address,
-        computed: hex(&model.running_hash),
-        declared: hex(&model.weights_hash),
-    }
-}
-
-/// Sends Seal transactions from the on-chain cursor until the model is Sealed; re-plans from
-/// the cursor whenever a seal was dropped or refused as out of order.
-pub(crate) async fn seal_rounds<T: Transport>(
-    engine: &mut Engine<'_, T>,
-    model_address: &Pubkey,
-) -> Result<Model, Error> {
-    let mut stalled = 0;
-    let mut last_cursor = None;
-    let mut bar = false;
-    loop {
-        let model = chain::existing_model(engine.transport(), model_address).await?;
-        match model.state {
-            ModelState::Sealed => return Ok(model),
-            ModelState::Mismatch => return Err(mismatch(model_address, &model)),
-            _ => {}
-        }
-        if !bar {
-            engine
-                .progress
-                .start_seal((model.total_chunks - model.seal_cursor) as u64);
-            bar = true;
-        }
-        stalled = if last_cursor == Some(model.seal_cursor) {
-            stalled + 1
-        } else {
-            0
-        };
-        if stalled >= STALL_ROUNDS {
-            return Err(Error::Stalled(format!(
-                "model {model_address}: the seal cursor stayed at chunk {} for {STALL_ROUNDS} rounds",
-                model.seal_cursor
-            )));
-        }
-        last_cursor = Some(model.seal_cursor);
-        let items = plan::seals(&engine.transport().program_id(), model_address, &model);
-        let window = engine.profile.seal_window;
-        for failure in engine.run(items, window, true).await? {
-            match curta_error(&failure.error) {
-                // Out of order after a dropped seal, or a pass that moved on: plan again.
-                Some(CurtaError::UnexpectedChunk) | Some(CurtaError::StalePass) => {}
-                _ => {
-                    let state = chain::read_model(engine.transport(), model_address)
-                        .await?
-                        .map(|(m, _)| m);
-                    return match state {
-                        Some(m) if m.state == ModelState::Mismatch => {
-                            Err(mismatch(model_address, &m))
-                        }
-                        Some(m) if m.state == ModelState::Sealed => Ok(m),
-                        _ => Err(failure.into_error("seal")),
-                    };
-                }
-            }
-        }
-    }
 }

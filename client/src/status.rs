@@ -5,7 +5,7 @@ use crate::artifact::{hex, LocalArtifact};
 use crate::chain;
 use crate::engine::{transaction_len, write_capacity};
 use crate::plan::differing_bytes;
-use crate::publish::{check_model, needs_reopen, rent_table, state_name};
+use crate::steps::{check_model, needs_reopen, rent_table, state_name};
 use crate::transport::Transport;
 use crate::Error;
 use curta_program::state::ModelState;
@@ -159,8 +159,8 @@ async fn needed<T: Transport>(
             write_capacity(false),
         );
         n.write = Some(writes.len() as u64);
-        n.write_bytes_min = writes.iter().map(|w| w.bytes).min();
-        n.write_bytes_max = writes.iter().map(|w| w.bytes).max();
+        n.write_bytes_min = writes.iter().map(|w| w.bytes()).min();
+        n.write_bytes_max = writes.iter().map(|w| w.bytes()).max();
         must_write |= !writes.is_empty();
     }
     let reopen = needs_reopen(chain, must_write);

@@ -4,7 +4,7 @@
 use crate::artifact::{hex, LocalArtifact};
 use crate::chain;
 use crate::plan::differing_bytes;
-use crate::publish::{check_model, state_name};
+use crate::steps::{check_model, state_name};
 use crate::transport::Transport;
 use crate::Error;
 use serde_json::json;

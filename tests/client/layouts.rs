@@ -393,20 +393,19 @@ async fn prefunded_weight_addresses_of_eighteen_sections() {
 /// blockhash: it must be signed anew and land.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_item_planned_again_is_signed_anew() {
-    use curta_client::engine::{Engine, Item, Kind};
+    use curta_client::engine::{Engine, Item, Kind, Subject};
     use curta_client::progress::Progress;
     let (bank, authority) = bank(SOL).await;
     let mut engine = Engine::new(&bank, &authority, None, None, Progress::new(false));
     engine.profile.blockhash_refresh = std::time::Duration::from_secs(3600);
     let item = Item {
-        kind: Kind::Other,
+        kind: Kind::Close,
         instructions: vec![solana_system_interface::instruction::transfer(
             &authority.pubkey(),
             &Pubkey::new_unique(),
             5 * SOL,
         )],
-        section: 0,
-        bytes: 0,
+        subject: Subject::Model,
     };
     let failures = engine.run(vec![item.clone()], 8, false).await.unwrap();
     assert_eq!(failures.len(), 1, "1 SOL cannot pay 5");
@@ -429,7 +428,7 @@ async fn an_item_planned_again_is_signed_anew() {
         "{:?}",
         failures.first().map(|f| &f.error)
     );
-    assert_eq!(engine.tally.other, 1);
+    assert_eq!(engine.tally.other, 1, "a Close-kind item counts as other");
     assert_eq!(engine.tally.failed, 1);
     assert_eq!(
         bank.balance(&authority.pubkey()).await.unwrap(),

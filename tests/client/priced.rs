@@ -2,7 +2,7 @@
 //! the payer pays exactly what was checked, and program errors are shown by name.
 
 use super::*;
-use curta_client::engine::{Engine, Item, Kind};
+use curta_client::engine::{Engine, Item, Kind, Subject};
 use curta_client::progress::Progress;
 use curta_client::{publish, Error, Simulation};
 use curta_tests::client::{model_rent, rent, FEE};
@@ -264,8 +264,7 @@ async fn a_refused_write_is_shown_by_its_program_error_name_and_section() {
             &authority.pubkey(),
             0,
         )],
-        section: 0,
-        bytes: 0,
+        subject: Subject::Chunk(0),
     };
     engine.run_one(start, "seal").await.unwrap();
     let write = Item {
@@ -277,8 +276,10 @@ async fn a_refused_write_is_shown_by_its_program_error_name_and_section() {
             0,
             &[1, 2, 3],
         )],
-        section: 0,
-        bytes: 3,
+        subject: Subject::Write {
+            section: 0,
+            bytes: 3,
+        },
     };
     let err = engine.run_one(write, "write").await.unwrap_err();
     // SectionFrozen is custom error 15 (docs/program.md's table).
