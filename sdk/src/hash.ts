@@ -2,10 +2,11 @@
  * The weights hash: h = 32 zero bytes; for each section in order, for each 65,536-byte chunk of
  * it (the last chunk of a section ends where the section ends), h = SHA-256(h || chunk).
  *
- * WebCrypto's SHA-256 (native, hardware-accelerated where the CPU has it) is used when the page
- * or runtime has it; it has no incremental API, so each chunk is one digest call over a buffer
- * holding the previous hash and the chunk. Where `crypto.subtle` is missing (a page served over
- * plain http from another host than localhost), @noble/hashes computes the same chain.
+ * Three engines compute the same chain. In Node, node:crypto's createHash (OpenSSL: one
+ * synchronous update of the previous hash and one of the chunk, no copy). In a browser,
+ * WebCrypto's SHA-256 (native); it has no incremental API, so each chunk is one digest call over a
+ * buffer holding the previous hash and the chunk. Where neither exists (`crypto.subtle` is missing
+ * on a page served over plain http from another host than localhost), @noble/hashes.
  */
 
 import { sha256 } from '@noble/hashes/sha2.js'
@@ -25,39 +26,69 @@ export interface HashProgress {
   bytesTotal: number
 }
 
+/** Which implementation of SHA-256 computes the chain. */
+export type HashEngine = 'node' | 'webcrypto' | 'noble'
+
 export interface HashOptions {
   onProgress?: (progress: HashProgress) => void
-  /** Use @noble/hashes even where WebCrypto is available. */
-  forceFallback?: boolean
+  /** Choose the engine; by default node:crypto in Node, WebCrypto in browsers, else @noble/hashes. */
+  engine?: HashEngine
 }
 
-type Digest = (data: Uint8Array) => Promise<Uint8Array>
+/** One step of the chain: SHA-256(prev || chunk). */
+type Step = (prev: Uint8Array, chunk: Uint8Array) => Uint8Array | Promise<Uint8Array>
 
-function subtleDigest(): Digest | undefined {
+interface NodeCrypto {
+  createHash(algorithm: 'sha256'): { update(data: Uint8Array): { update(data: Uint8Array): { digest(): Uint8Array } } }
+}
+
+let nodeCrypto: Promise<NodeCrypto | undefined> | undefined
+
+function loadNodeCrypto(): Promise<NodeCrypto | undefined> {
+  const isNode = typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string'
+  // The specifier is kept out of bundlers' sight: browsers never take this path.
+  const specifier = 'node:crypto'
+  nodeCrypto ??= isNode ? import(/* @vite-ignore */ specifier).catch(() => undefined) : Promise.resolve(undefined)
+  return nodeCrypto
+}
+
+async function stepOf(engine: HashEngine | undefined): Promise<Step> {
+  if (engine === undefined || engine === 'node') {
+    const crypto = await loadNodeCrypto()
+    if (crypto) return (prev, chunk) => new Uint8Array(crypto.createHash('sha256').update(prev).update(chunk).digest())
+    if (engine === 'node') throw new Error('node:crypto is not available here')
+  }
   const subtle = globalThis.crypto?.subtle
-  if (!subtle) return undefined
-  return async (data) => new Uint8Array(await subtle.digest('SHA-256', data as Uint8Array<ArrayBuffer>))
+  if ((engine === undefined || engine === 'webcrypto') && subtle) {
+    const buffer = new Uint8Array(32 + CHUNK_LEN)
+    return async (prev, chunk) => {
+      buffer.set(prev, 0)
+      buffer.set(chunk, 32)
+      // digest copies its input before it returns, so the buffer is refilled for the next step.
+      const data = buffer.subarray(0, 32 + chunk.length) as Uint8Array<ArrayBuffer>
+      return new Uint8Array(await subtle.digest('SHA-256', data))
+    }
+  }
+  if (engine === 'webcrypto') throw new Error('WebCrypto (crypto.subtle) is not available here')
+  return (prev, chunk) => sha256.create().update(prev).update(chunk).digest()
 }
-
-const nobleDigest: Digest = async (data) => sha256(data)
 
 /** The chain fed one section at a time, e.g. as sections arrive from accounts. */
 export class WeightsHasher {
   private hash: Uint8Array = new Uint8Array(32)
-  private readonly buffer = new Uint8Array(32 + CHUNK_LEN)
-  private readonly digest: Digest
+  private readonly step: Promise<Step>
 
-  constructor(options: { forceFallback?: boolean } = {}) {
-    this.digest = (options.forceFallback ? undefined : subtleDigest()) ?? nobleDigest
+  constructor(options: { engine?: HashEngine } = {}) {
+    this.step = stepOf(options.engine)
+    // Reported by the first chunk(); not an unhandled rejection before it.
+    this.step.catch(() => undefined)
   }
 
   /** One step: h = SHA-256(h || chunk). The chunk is at most 65,536 bytes. */
   async chunk(chunk: Uint8Array): Promise<void> {
     if (chunk.length > CHUNK_LEN) throw new RangeError(`a chunk is at most ${CHUNK_LEN} bytes, got ${chunk.length}`)
-    this.buffer.set(this.hash, 0)
-    this.buffer.set(chunk, 32)
-    // digest copies its input before it returns, so the buffer can be refilled for the next step.
-    this.hash = await this.digest(this.buffer.subarray(0, 32 + chunk.length))
+    const step = await this.step
+    this.hash = await step(this.hash, chunk)
   }
 
   /** Chains every chunk of one whole section; `onChunk` after each. */
