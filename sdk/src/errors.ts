@@ -13,17 +13,21 @@ export class CurtaError extends Error {
 
   constructor(code: string, message: string, details: Record<string, string | number | bigint | boolean>) {
     super(message)
-    this.name = new.target.name
+    this.name = 'CurtaError'
     this.code = code
     this.details = details
   }
 }
 
 /** An artifact (or its section zero) that does not follow the CURTAW01 format. */
-export class CurtaFormatError extends CurtaError {}
+export class CurtaFormatError extends CurtaError {
+  // Spelled out: a minifier renames classes.
+  override name = 'CurtaFormatError'
+}
 
 /** An account that is not what it should be: not the program's, not a model, another model's. */
 export class CurtaAccountError extends CurtaError {
+  override name = 'CurtaAccountError'
   /** The account's address, when known. */
   readonly address: string | undefined
 

@@ -63,7 +63,7 @@ test('stories260K: the page shows the configuration, sections and matrices, and 
   const matrices = await page.$$eval('#matrices tr', (rows) => rows.slice(1).map((r) => [...r.children].map((c) => c.textContent)))
   assert.equal(matrices.length, 37)
   assert.deepEqual(matrices[0], ['0', 'token embedding', '', '1', '512', '64', '72', '0'])
-  assert.deepEqual(matrices[36], ['36', 'feed-forward up', '4', '1', '172', '64', '72', '276,328'])
+  assert.deepEqual(matrices[36], ['36', 'feed-forward up', '4', '1', '172', '64', '72', '276,320'])
   await page.screenshot({ path: join(output, 'verifier-artifact.png'), fullPage: true })
 })
 
