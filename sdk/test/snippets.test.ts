@@ -34,3 +34,10 @@ test('"Read an artifact" snippet prints the configuration, section lengths and t
     `{ section: ${e.section}, columns: ${e.columns}, rows: ${e.rows}, rowBytes: ${e.rowBytes}, offset: ${e.offset} }\n`
   assert.equal(out, expected)
 })
+
+test('@curta/sdk/bundle (dist/browser/curta-sdk.js, one file with its dependencies) reads and hashes the same', async () => {
+  const sdk = await import('@curta/sdk/bundle')
+  const { readFileSync } = await import('node:fs')
+  const a = sdk.decodeArtifact(new Uint8Array(readFileSync(artifactPath('stories260K'))))
+  assert.equal(sdk.toHex(await sdk.weightsCommitment(a.sections, { engine: 'webcrypto' })), golden('stories260K').weightsHash)
+})
