@@ -110,3 +110,17 @@ test('stories15M shape (16.5 MB): the browser hashes it to the Rust core’s has
   assert.equal(await page.textContent('#weights-hash'), g.weightsHash)
   console.log(`in Chromium: weightsCommitment (WebCrypto) of the stories15M-shaped artifact took ${await page.textContent('#hash-time')}`)
 })
+
+test('a file dropped on the page is read like a picked one', async () => {
+  const bytes = Array.from(readArtifact('stories260K'))
+  const transfer = await page.evaluateHandle((b) => {
+    const t = new DataTransfer()
+    t.items.add(new File([new Uint8Array(b)], 'dropped.curta'))
+    return t
+  }, bytes)
+  await page.dispatchEvent('#drop', 'drop', { dataTransfer: transfer })
+  await page.waitForFunction(
+    () => document.getElementById('file-name')?.textContent === 'dropped.curta' && document.getElementById('weights-hash')?.dataset.state === 'done',
+  )
+  assert.equal(await page.textContent('#weights-hash'), golden('stories260K').weightsHash)
+})
