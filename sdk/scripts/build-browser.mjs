@@ -1,0 +1,15 @@
+// Bundles the package for browsers (dist/browser/curta-sdk.js: one ES module with its
+// dependencies) and the verifier page: web/dist/index.html, one self-contained file (the script
+// inlined) that opens from disk (file://) or from any static server.
+import { build } from 'esbuild'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+
+const common = { bundle: true, format: 'esm', platform: 'browser', target: 'es2022', logLevel: 'warning' }
+await build({ ...common, entryPoints: ['src/index.ts'], outfile: 'dist/browser/curta-sdk.js', sourcemap: true })
+const page = await build({ ...common, entryPoints: ['web/src/main.ts'], write: false, minify: true, outfile: 'main.js' })
+const script = page.outputFiles[0].text.replaceAll('</script', '<\\/script')
+const html = await readFile('web/index.html', 'utf8')
+const tag = '<script type="module" src="./main.js"></script>'
+if (!html.includes(tag)) throw new Error(`web/index.html has no ${tag}`)
+await mkdir('web/dist', { recursive: true })
+await writeFile('web/dist/index.html', html.replace(tag, () => `<script type="module">${script}</script>`))

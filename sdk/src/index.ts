@@ -1,0 +1,27 @@
+/**
+ * @curta/sdk: read, hash and verify Curta models (the CURTAW01 weight format) from JavaScript,
+ * in Node 20+ and in browsers.
+ */
+
+export { decodeArtifact, SectionZero } from './artifact.js'
+export type { Artifact, BlockOffsets, Matrix, MatrixDescriptor, SectionEntry, TokenEntry } from './artifact.js'
+export { Tokenizer, BOS, EOS, BYTE_TOKEN_BASE } from './tokenizer.js'
+export type { EncodeOptions } from './tokenizer.js'
+export { weightsCommitment, WeightsHasher, chunkCount, totalChunks, toHex, fromHex } from './hash.js'
+export type { HashOptions, HashProgress } from './hash.js'
+export { CurtaError, CurtaFormatError, CurtaAccountError } from './errors.js'
+export * from './layout.js'
+export {
+  decodeModelAccount,
+  decodeWeightHeader,
+  MODEL_LEN,
+  WEIGHT_HEADER_LEN,
+  MODEL_MAGIC,
+  WEIGHT_MAGIC,
+  MODEL_SEED,
+  MODEL_FIELD,
+  WEIGHT_FIELD,
+} from './accounts.js'
+export type { ModelAccount, ModelState, WeightHeader } from './accounts.js'
+export { CURTA_PROGRAM_ID, modelAddress, weightSeed, weightAddress, fetchModel, verifyModel } from './chain.js'
+export type { VerifyOptions, VerifyProgress, VerifyResult } from './chain.js'

@@ -1,0 +1,200 @@
+// The verifier page: an artifact read and hashed in the browser, and a model read and verified
+// against the chain, all with @curta/sdk. Query parameters rpc, program and model fill the form.
+
+import { address, createSolanaRpc } from '@solana/kit'
+import {
+  CURTA_PROGRAM_ID,
+  chunkCount,
+  decodeArtifact,
+  fetchModel,
+  headSize,
+  kvDim,
+  toHex,
+  verifyModel,
+  weightsCommitment,
+  type Artifact,
+  type ModelAccount,
+} from '../../src/index.js'
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T
+const fmt = (n: number) => n.toLocaleString('en-US')
+
+function table(el: HTMLElement, head: string[], rows: (string | number)[][], nameColumns: number[] = []): void {
+  const cell = (tag: string, v: string | number, i: number) => {
+    const c = document.createElement(tag)
+    c.textContent = typeof v === 'number' ? fmt(v) : v
+    if (nameColumns.includes(i)) c.className = 'name'
+    return c
+  }
+  const thead = document.createElement('tr')
+  head.forEach((h, i) => thead.append(cell('th', h, i)))
+  el.replaceChildren(thead, ...rows.map((r) => {
+    const tr = document.createElement('tr')
+    r.forEach((v, i) => tr.append(cell('td', v, i)))
+    return tr
+  }))
+}
+
+function showError(id: string, e: unknown): void {
+  const el = $(id)
+  el.textContent = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
+  el.hidden = false
+}
+
+let loaded: { artifact: Artifact; hash: string } | undefined
+
+async function showArtifact(file: File): Promise<void> {
+  $('artifact-error').hidden = true
+  $('artifact-info').hidden = true
+  loaded = undefined
+  let artifact: Artifact
+  try {
+    artifact = decodeArtifact(new Uint8Array(await file.arrayBuffer()))
+  } catch (e) {
+    showError('artifact-error', e)
+    return
+  }
+  const c = artifact.config
+  $('file-name').textContent = file.name
+  $('file-bytes').textContent = fmt(artifact.bytes.length)
+  table($('config'), ['field', 'value'], [
+    ['dimension', c.dim],
+    ['hidden dimension', c.hiddenDim],
+    ['layers', c.layers],
+    ['heads', c.heads],
+    ['key and value heads', c.kvHeads],
+    ['vocabulary', c.vocabSize],
+    ['context', c.contextLength],
+    ['head size', headSize(c)],
+    ['key and value dimension', kvDim(c)],
+  ])
+  table(
+    $('sections'),
+    ['section', 'offset', 'length', 'hash chunks'],
+    artifact.sectionTable.map((s, i) => [i, s.offset, s.length, chunkCount(s.length)]),
+  )
+  table(
+    $('matrices'),
+    ['index', 'matrix', 'layer', 'section', 'rows', 'columns', 'row bytes', 'offset'],
+    artifact.matrices.map((m) => [m.index, m.name, m.layer ?? '', m.section, m.rows, m.columns, m.rowBytes, m.offset]),
+    [1],
+  )
+  $('artifact-info').hidden = false
+  const hashEl = $('weights-hash')
+  const progress = $<HTMLProgressElement>('hash-progress')
+  hashEl.textContent = 'hashing…'
+  hashEl.dataset.state = 'hashing'
+  const start = performance.now()
+  const hash = toHex(
+    await weightsCommitment(artifact.sections, { onProgress: (p) => (progress.value = p.bytesDone / p.bytesTotal) }),
+  )
+  $('hash-time').textContent = `${(performance.now() - start).toFixed(0)} ms`
+  hashEl.textContent = hash
+  hashEl.dataset.state = 'done'
+  loaded = { artifact, hash }
+}
+
+function showModel(m: ModelAccount, model: string): void {
+  const dl = $('model')
+  const rows: [string, string][] = [
+    ['address', model],
+    ['state', m.state],
+    ['authority', m.authority],
+    ['declared weights hash', toHex(m.weightsHash)],
+    ['running hash', toHex(m.runningHash)],
+    ['seal pass', String(m.sealPass)],
+    ['seal progress', `${fmt(m.sealProgress.chunksHashed)} of ${fmt(m.totalChunks)} chunks (${(100 * m.sealProgress.fraction).toFixed(1)}%)`],
+    ['configuration', m.state === 'Sealed' || m.state === 'Mismatch' || m.sealCursor > 0
+      ? `dim ${m.config.dim}, hidden ${m.config.hiddenDim}, layers ${m.config.layers}, heads ${m.config.heads}, kv heads ${m.config.kvHeads}, vocabulary ${m.config.vocabSize}, context ${m.config.contextLength}`
+      : 'not yet checked (written at the first seal chunk)'],
+  ]
+  if (loaded) rows.push(['loaded artifact', loaded.hash === toHex(m.weightsHash) ? 'has the declared hash' : 'has another hash'])
+  dl.replaceChildren(...rows.flatMap(([k, v]) => {
+    const dt = document.createElement('dt')
+    dt.textContent = k
+    const dd = document.createElement('dd')
+    dd.textContent = v
+    dd.id = `model-${k.replace(/ /g, '-')}`
+    return [dt, dd]
+  }))
+  table(
+    $('model-sections'),
+    ['section', 'length', 'weight account'],
+    m.sectionLengths.map((l, i) => [i, l, m.weightAccounts[i] ?? '(not initialized)']),
+    [2],
+  )
+  $('model-info').hidden = false
+  $('verify-box').hidden = m.state !== 'Sealed'
+}
+
+let current: { rpc: ReturnType<typeof createSolanaRpc>; model: ReturnType<typeof address>; programId: ReturnType<typeof address> } | undefined
+
+async function readModel(): Promise<void> {
+  $('chain-error').hidden = true
+  $('model-info').hidden = true
+  $('verify-result').textContent = ''
+  try {
+    const rpc = createSolanaRpc($<HTMLInputElement>('rpc-url').value.trim())
+    const programId = address($<HTMLInputElement>('program-id').value.trim())
+    const model = address($<HTMLInputElement>('model-address').value.trim())
+    current = { rpc, model, programId }
+    showModel(await fetchModel(rpc, model, programId), model)
+  } catch (e) {
+    showError('chain-error', e)
+  }
+}
+
+async function verify(): Promise<void> {
+  if (!current) return
+  const bar = $<HTMLProgressElement>('verify-progress')
+  const result = $('verify-result')
+  result.textContent = 'verifying…'
+  result.className = ''
+  result.dataset.state = 'running'
+  try {
+    const r = await verifyModel(current.rpc, current.model, {
+      programId: current.programId,
+      onProgress: (p) => {
+        bar.value = p.bytesTotal === 0 ? 0 : p.bytesDone / p.bytesTotal
+        $('verify-bytes').textContent = `${fmt(p.bytesDone)} of ${fmt(p.bytesTotal)} bytes`
+      },
+    })
+    result.textContent = r.ok
+      ? `verified: the ${r.weights.length} weight accounts chain to the declared hash ${toHex(r.computedHash)}`
+      : `MISMATCH: the weight accounts chain to ${toHex(r.computedHash)}, the model declares ${toHex(r.declaredHash)}`
+    result.className = r.ok ? 'ok' : 'bad'
+    result.dataset.state = r.ok ? 'verified' : 'mismatch'
+  } catch (e) {
+    result.textContent = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
+    result.className = 'bad'
+    result.dataset.state = 'error'
+  }
+}
+
+const drop = $('drop')
+drop.addEventListener('dragover', (e) => {
+  e.preventDefault()
+  drop.classList.add('over')
+})
+drop.addEventListener('dragleave', () => drop.classList.remove('over'))
+drop.addEventListener('drop', (e) => {
+  e.preventDefault()
+  drop.classList.remove('over')
+  const file = e.dataTransfer?.files[0]
+  if (file) void showArtifact(file)
+})
+$<HTMLInputElement>('file').addEventListener('change', (e) => {
+  const file = (e.target as HTMLInputElement).files?.[0]
+  if (file) void showArtifact(file)
+})
+$('chain-form').addEventListener('submit', (e) => {
+  e.preventDefault()
+  void readModel()
+})
+$('verify').addEventListener('click', () => void verify())
+
+const params = new URLSearchParams(location.search)
+$<HTMLInputElement>('rpc-url').value = params.get('rpc') ?? ''
+$<HTMLInputElement>('program-id').value = params.get('program') ?? CURTA_PROGRAM_ID
+$<HTMLInputElement>('model-address').value = params.get('model') ?? ''
+document.body.dataset.ready = 'true'
