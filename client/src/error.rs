@@ -12,6 +12,11 @@ pub enum Error {
     Artifact(#[from] curta_core::FormatError),
     #[error("{0}")]
     Transport(String),
+    #[error("converting {what}: {error}")]
+    Convert {
+        what: &'static str,
+        error: curta_core::convert::ConvertError,
+    },
     #[error(
         "payer {payer} holds {balance} lamports ({}), but this needs {needed} lamports ({}): \
          {rent} rent + {fees} fees + {reserve} the payer keeps (its own rent-exempt minimum); \

@@ -14,7 +14,8 @@ use solana_keypair::Keypair;
 use solana_signer::Signer;
 use std::time::Instant;
 
-/// Publishes an artifact under `authority` (which signs and pays), and seals it if `seal`.
+/// Publishes the artifact `file` under `authority` (which signs and pays), and seals it if
+/// `seal`.
 pub async fn publish<T: Transport>(
     t: &T,
     authority: &Keypair,
@@ -22,8 +23,18 @@ pub async fn publish<T: Transport>(
     seal: bool,
     options: &Options,
 ) -> Result<Report, Error> {
+    publish_artifact(t, authority, &LocalArtifact::decode(file)?, seal, options).await
+}
+
+/// [`publish`] of an artifact already decoded.
+pub async fn publish_artifact<T: Transport>(
+    t: &T,
+    authority: &Keypair,
+    artifact: &LocalArtifact<'_>,
+    seal: bool,
+    options: &Options,
+) -> Result<Report, Error> {
     let started = Instant::now();
-    let artifact = LocalArtifact::decode(file)?;
     let model_address = artifact.model_address(&t.program_id(), &authority.pubkey());
     chain::require_program(t).await?;
     let mut engine = Engine::new(
@@ -36,7 +47,7 @@ pub async fn publish<T: Transport>(
     let balance_before = t.balance(&authority.pubkey()).await?;
     let chain = chain::read(t, &model_address, &authority.pubkey(), &artifact.lengths).await?;
     if let Some(model) = &chain.model {
-        check_model(&model_address, model, &artifact)?;
+        check_model(&model_address, model, artifact)?;
     }
     let held_before = chain.rent_held();
     let rents = rent_table(t, &artifact.lengths).await?;
@@ -45,7 +56,7 @@ pub async fn publish<T: Transport>(
     let plan = Plan::new(
         &chain,
         &authority.pubkey(),
-        Some(&artifact),
+        Some(artifact),
         seal,
         &rent,
         &|ixs| engine.transaction_len(ixs),
@@ -61,7 +72,7 @@ pub async fn publish<T: Transport>(
             fees,
             reserve,
         )?;
-        plan.run(&mut engine, &model_address, Some(&artifact), &rent)
+        plan.run(&mut engine, &model_address, Some(artifact), &rent)
             .await?;
     }
     engine.progress.finish();

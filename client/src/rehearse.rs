@@ -1,7 +1,8 @@
 //! `rehearse` and `demo`: the full publish + seal on an in-process bank running the real
 //! program, with the same report, and no validator or lamport needed.
 
-use crate::publish::publish;
+use crate::artifact::LocalArtifact;
+use crate::publish::{publish, publish_artifact};
 use crate::report::Report;
 use crate::transport::BankTransport;
 use crate::verify::{verify, Verification};
@@ -39,10 +40,12 @@ pub async fn rehearse(
     program_id: &Pubkey,
     options: &Options,
 ) -> Result<Report, Error> {
+    // Decoded before the bank starts, so that a bad file fails at once.
+    let artifact = LocalArtifact::decode(file)?;
     let throwaway = Keypair::new();
     let authority = authority.unwrap_or(&throwaway);
     let bank = BankTransport::start_at(&[(authority.pubkey(), REHEARSAL_FUNDS)], *program_id).await;
-    let mut report = publish(&bank, authority, file, true, options).await?;
+    let mut report = publish_artifact(&bank, authority, &artifact, true, options).await?;
     report.command = "rehearse";
     Ok(report)
 }
@@ -57,8 +60,11 @@ pub struct Demo {
 /// Converts the bundled stories260K, rehearses it and verifies the on-chain bytes.
 pub async fn demo(options: &Options) -> Result<Demo, Error> {
     let started = Instant::now();
-    let artifact = curta_core::convert::convert(STORIES260K, TOK512)
-        .map_err(|e| Error::Stalled(format!("converting the bundled stories260K: {e}")))?;
+    let artifact =
+        curta_core::convert::convert(STORIES260K, TOK512).map_err(|error| Error::Convert {
+            what: "the bundled stories260K and tok512",
+            error,
+        })?;
     let convert_seconds = started.elapsed().as_secs_f64();
     let (bank, authority) = rehearsal_bank().await;
     let mut report = publish(&bank, &authority, &artifact, true, options).await?;

@@ -302,3 +302,63 @@ fn program_id_from_the_flag_then_the_environment() {
         "{err}"
     );
 }
+
+/// `--output json` is honoured by the artifact commands too: convert and hash print the
+/// weights hash computed independently (sha2 over the 65,536-byte chunks), and inspect's
+/// `--json` is the same document as `--output json`.
+#[test]
+fn artifact_commands_honour_output_json() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
+    let out = dir.path().join("s.curta").display().to_string();
+    let (ok, stdout, err) = client(&[
+        "convert",
+        &format!("{models}/stories260K.bin"),
+        &format!("{models}/tok512.bin"),
+        "-o",
+        &out,
+        "--output",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let converted: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let bytes = std::fs::read(&out).unwrap();
+    let decoded = curta_core::decode(&bytes).unwrap();
+    let mut h = [0u8; 32];
+    for section in decoded.sections() {
+        for chunk in section.chunks(65_536) {
+            h = Sha256::new()
+                .chain_update(h)
+                .chain_update(chunk)
+                .finalize()
+                .into();
+        }
+    }
+    let hash: String = h.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(converted["weights_hash"], hash.as_str());
+    assert_eq!(converted["bytes"], bytes.len() as u64);
+    assert_eq!(converted["out"], out.as_str());
+    let lengths: Vec<u64> = decoded.sections().map(|s| s.len() as u64).collect();
+    assert_eq!(converted["section_lengths"], serde_json::json!(lengths));
+
+    let (ok, stdout, err) = client(&["hash", &out, "--output", "json"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
+        serde_json::json!({ "weights_hash": hash })
+    );
+    let (ok, plain, _) = client(&["hash", &out]);
+    assert!(ok);
+    assert_eq!(plain, format!("{hash}\n"));
+
+    let (ok, a, _) = client(&["inspect", &out, "--json"]);
+    assert!(ok);
+    let (ok, b, _) = client(&["inspect", &out, "--output", "json"]);
+    assert!(ok);
+    assert_eq!(a, b);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&a).unwrap()["weights_hash"],
+        hash.as_str()
+    );
+}

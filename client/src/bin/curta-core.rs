@@ -4,6 +4,7 @@
 
 use clap::{Parser, Subcommand};
 use curta_client::cli::artifact;
+use curta_client::cli::config::Output;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -15,6 +16,9 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Output format
+    #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
+    output: Output,
 }
 
 #[derive(Subcommand, Debug)]
@@ -28,10 +32,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().command {
-        Command::Convert(args) => artifact::convert(args),
-        Command::Inspect(args) => artifact::inspect(args),
-        Command::Hash(args) => artifact::hash(args),
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Convert(args) => artifact::convert(args, cli.output),
+        Command::Inspect(args) => artifact::inspect(args, cli.output),
+        Command::Hash(args) => artifact::hash(args, cli.output),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

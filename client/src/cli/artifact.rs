@@ -9,6 +9,9 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::config::Output;
+use crate::artifact::hex;
+
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
     /// llama2.c checkpoint (legacy 28-byte header)
@@ -23,7 +26,7 @@ pub struct ConvertArgs {
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     pub artifact: PathBuf,
-    /// Print JSON instead of text
+    /// The same as `--output json`
     #[arg(long)]
     pub json: bool,
 }
@@ -44,13 +47,30 @@ fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// 64 lowercase hex characters.
-pub fn hex(hash: &[u8; 32]) -> String {
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+/// `value` as pretty JSON, or `text`, on stdout.
+fn emit_as(output: Output, text: &str, value: &impl Serialize) -> anyhow::Result<()> {
+    match output {
+        Output::Text => emit(text),
+        Output::Json => emit(&(serde_json::to_string_pretty(value)? + "\n")),
+    }
 }
 
-pub fn convert(args: ConvertArgs) -> anyhow::Result<()> {
+#[derive(Serialize)]
+struct JsonConvert {
+    out: String,
+    bytes: u64,
+    section_lengths: Vec<u64>,
+    weights_hash: String,
+}
+
+pub fn convert(args: ConvertArgs, output: Output) -> anyhow::Result<()> {
     let summary = convert_file(&args.checkpoint, &args.tokenizer, &args.out)?;
+    let json = JsonConvert {
+        out: args.out.display().to_string(),
+        bytes: summary.bytes,
+        section_lengths: summary.section_lengths.clone(),
+        weights_hash: hex(&summary.weights_hash),
+    };
     let mut text = String::new();
     let sections = summary.section_lengths.len();
     writeln!(
@@ -63,7 +83,7 @@ pub fn convert(args: ConvertArgs) -> anyhow::Result<()> {
         writeln!(text, "section {i}: {length} bytes")?;
     }
     writeln!(text, "weights hash: {}", hex(&summary.weights_hash))?;
-    emit(&text)
+    emit_as(output, &text, &json)
 }
 
 /// Maps and decodes an artifact; errors name the file.
@@ -168,10 +188,10 @@ fn describe(a: &Artifact) -> JsonInspect {
     }
 }
 
-pub fn inspect(args: InspectArgs) -> anyhow::Result<()> {
+pub fn inspect(args: InspectArgs, output: Output) -> anyhow::Result<()> {
     let d = with_artifact(&args.artifact, describe)?;
-    if args.json {
-        return emit(&(serde_json::to_string_pretty(&d)? + "\n"));
+    if args.json || output == Output::Json {
+        return emit_as(Output::Json, "", &d);
     }
     let mut text = String::new();
     let c = &d.config;
@@ -219,7 +239,18 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<()> {
     emit(&text)
 }
 
-pub fn hash(args: HashArgs) -> anyhow::Result<()> {
-    let hash = with_artifact(&args.artifact, |a| weights_hash(a.sections()))?;
-    emit(&(hex(&hash) + "\n"))
+#[derive(Serialize)]
+struct JsonHash {
+    weights_hash: String,
+}
+
+pub fn hash(args: HashArgs, output: Output) -> anyhow::Result<()> {
+    let hash = hex(&with_artifact(&args.artifact, |a| {
+        weights_hash(a.sections())
+    })?);
+    emit_as(
+        output,
+        &(hash.clone() + "\n"),
+        &JsonHash { weights_hash: hash },
+    )
 }

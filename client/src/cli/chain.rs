@@ -4,6 +4,7 @@ use super::config::{GlobalArgs, Output};
 use crate::transport::RpcTransport;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
+use curta_core::convert::MappedFile;
 use solana_pubkey::Pubkey;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -65,12 +66,20 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-fn read_artifact(path: &Path) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).map_err(|e| anyhow!("artifact {}: {e}", path.display()))?;
-    // Decode up front so that a bad file is named before anything else happens.
-    curta_core::decode(&bytes)
-        .map_err(|e| anyhow!("artifact {}: not a CURTAW01 artifact: {e}", path.display()))?;
-    Ok(bytes)
+/// Maps the artifact file; the operation decodes it once (its errors are named with the file
+/// by [`named`]).
+fn map_artifact(path: &Path) -> Result<MappedFile> {
+    MappedFile::open(path).map_err(|e| anyhow!("artifact {}: {e}", path.display()))
+}
+
+/// An operation's error, with the artifact's path in front of a format error.
+fn named(path: Option<&Path>) -> impl FnOnce(crate::Error) -> anyhow::Error + '_ {
+    move |err| match (err, path) {
+        (crate::Error::Artifact(e), Some(path)) => {
+            anyhow!("artifact {}: not a CURTAW01 artifact: {e}", path.display())
+        }
+        (err, _) => err.into(),
+    }
 }
 
 fn parse_address(what: &str, s: &str) -> Result<Pubkey> {
@@ -96,50 +105,62 @@ fn print(output: Output, text: String, json: serde_json::Value) {
 }
 
 pub fn publish(args: PublishArgs, global: GlobalArgs) -> Result<()> {
-    let artifact = read_artifact(&args.artifact)?;
+    let artifact = map_artifact(&args.artifact)?;
     let keypair = global.keypair()?;
     let t = rpc(&global)?;
-    let report = runtime()?.block_on(crate::publish(
-        &t,
-        &keypair,
-        &artifact,
-        args.seal,
-        &global.options(),
-    ))?;
+    let report = runtime()?
+        .block_on(crate::publish(
+            &t,
+            &keypair,
+            artifact.bytes(),
+            args.seal,
+            &global.options(),
+        ))
+        .map_err(named(Some(&args.artifact)))?;
     print(global.output, report.to_text(), report.to_json());
     Ok(())
 }
 
 pub fn seal(args: SealArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
-    let artifact = args.artifact.as_deref().map(read_artifact).transpose()?;
+    let artifact = args.artifact.as_deref().map(map_artifact).transpose()?;
     let keypair = global.keypair()?;
     let t = rpc(&global)?;
-    let report = runtime()?.block_on(crate::seal(
-        &t,
-        &keypair,
-        &model,
-        artifact.as_deref(),
-        &global.options(),
-    ))?;
+    let report = runtime()?
+        .block_on(crate::seal(
+            &t,
+            &keypair,
+            &model,
+            artifact.as_ref().map(MappedFile::bytes),
+            &global.options(),
+        ))
+        .map_err(named(args.artifact.as_deref()))?;
     print(global.output, report.to_text(), report.to_json());
     Ok(())
 }
 
 pub fn status(args: StatusArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
-    let artifact = args.artifact.as_deref().map(read_artifact).transpose()?;
+    let artifact = args.artifact.as_deref().map(map_artifact).transpose()?;
     let t = rpc(&global)?;
-    let status = runtime()?.block_on(crate::status(&t, &model, artifact.as_deref()))?;
+    let status = runtime()?
+        .block_on(crate::status(
+            &t,
+            &model,
+            artifact.as_ref().map(MappedFile::bytes),
+        ))
+        .map_err(named(args.artifact.as_deref()))?;
     print(global.output, status.to_text(), status.to_json());
     Ok(())
 }
 
 pub fn verify(args: VerifyArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
-    let artifact = read_artifact(&args.artifact)?;
+    let artifact = map_artifact(&args.artifact)?;
     let t = rpc(&global)?;
-    let verification = runtime()?.block_on(crate::verify(&t, &model, &artifact))?;
+    let verification = runtime()?
+        .block_on(crate::verify(&t, &model, artifact.bytes()))
+        .map_err(named(Some(&args.artifact)))?;
     print(
         global.output,
         verification.to_text(),
@@ -172,7 +193,7 @@ pub fn close(args: CloseArgs, global: GlobalArgs) -> Result<()> {
 }
 
 pub fn rehearse(args: RehearseArgs, global: GlobalArgs) -> Result<()> {
-    let artifact = read_artifact(&args.artifact)?;
+    let artifact = map_artifact(&args.artifact)?;
     // With --keypair (or a keypair in the Solana CLI config) the rehearsal signs as that
     // authority, so its model address is the one `publish` will use; no lamport is touched.
     let authority = match &global.keypair {
@@ -183,12 +204,14 @@ pub fn rehearse(args: RehearseArgs, global: GlobalArgs) -> Result<()> {
             .filter(|p| p.exists())
             .and_then(|p| super::config::read_keypair(&p).ok()),
     };
-    let report = runtime()?.block_on(crate::rehearse(
-        &artifact,
-        authority.as_ref(),
-        &global.program_id()?,
-        &global.options(),
-    ))?;
+    let report = runtime()?
+        .block_on(crate::rehearse(
+            artifact.bytes(),
+            authority.as_ref(),
+            &global.program_id()?,
+            &global.options(),
+        ))
+        .map_err(named(Some(&args.artifact)))?;
     let text = format!(
         "{}(in-process bank running the real program; the same transactions and lamports on a cluster)\nnext:           client publish {} --keypair <KEYPAIR> --url <URL> --seal\n",
         report.to_text().replace("next:", "after:"),

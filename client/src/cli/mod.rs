@@ -53,9 +53,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let global = cli.global;
     let result = match cli.command {
-        Command::Convert(args) => artifact::convert(args),
-        Command::Inspect(args) => artifact::inspect(args),
-        Command::Hash(args) => artifact::hash(args),
+        Command::Convert(args) => artifact::convert(args, global.output),
+        Command::Inspect(args) => artifact::inspect(args, global.output),
+        Command::Hash(args) => artifact::hash(args, global.output),
         Command::Publish(args) => chain::publish(args, global),
         Command::Seal(args) => chain::seal(args, global),
         Command::Status(args) => chain::status(args, global),
