@@ -9,7 +9,6 @@ use crate::steps::check_funds;
 use crate::transport::Transport;
 use crate::{Error, Options};
 use curta_program::state::ModelState;
-use serde_json::json;
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
 use solana_signer::Signer;
@@ -28,14 +27,38 @@ pub struct CloseReport {
 }
 
 impl CloseReport {
+    /// The `--output json` document (keys in docs/client.md).
     pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "command": "close", "cluster": self.cluster, "model": self.model.to_string(),
-            "destination": self.destination.to_string(), "state": "closed",
-            "accounts_closed": self.accounts_closed,
-            "lamports": { "recovered": self.recovered, "fees": self.fees },
-            "seconds": self.seconds,
+        #[derive(serde::Serialize)]
+        struct Lamports {
+            recovered: u64,
+            fees: u64,
+        }
+        #[derive(serde::Serialize)]
+        struct CloseJson<'a> {
+            command: &'a str,
+            cluster: &'a str,
+            model: String,
+            destination: String,
+            state: &'a str,
+            accounts_closed: usize,
+            lamports: Lamports,
+            seconds: f64,
+        }
+        serde_json::to_value(CloseJson {
+            command: "close",
+            cluster: &self.cluster,
+            model: self.model.to_string(),
+            destination: self.destination.to_string(),
+            state: "closed",
+            accounts_closed: self.accounts_closed,
+            lamports: Lamports {
+                recovered: self.recovered,
+                fees: self.fees,
+            },
+            seconds: self.seconds,
         })
+        .expect("a close report serializes")
     }
 
     pub fn to_text(&self) -> String {

@@ -6,7 +6,7 @@ use crate::chain;
 use crate::engine::Engine;
 use crate::progress::Progress;
 use crate::report::Report;
-use crate::steps::{check_funds, check_model, rent_table, state_name, Plan};
+use crate::steps::{check_funds, check_model, rent_table, Plan, State};
 use crate::transport::Transport;
 use crate::{Error, Options};
 use curta_program::state::ModelState;
@@ -90,7 +90,7 @@ pub async fn publish_artifact<T: Transport>(
         cluster: t.describe(),
         model: model_address,
         weights_hash: artifact.weights_hash,
-        state: state_name(state),
+        state: State(state),
         sections: artifact.lengths.len(),
         artifact_bytes: artifact.len(),
         tally: engine.tally.clone(),

@@ -3,7 +3,9 @@
 use crate::artifact::hex;
 use crate::engine::{write_capacity, Tally};
 use crate::error::sol;
-use serde_json::{json, Value};
+use crate::steps::State;
+use serde::Serialize;
+use serde_json::Value;
 use solana_pubkey::Pubkey;
 
 #[derive(Clone, Debug)]
@@ -13,8 +15,8 @@ pub struct Report {
     pub cluster: String,
     pub model: Pubkey,
     pub weights_hash: [u8; 32],
-    /// Final state: "Open", "Sealing", "Mismatch", "Sealed".
-    pub state: String,
+    /// Final state.
+    pub state: State,
     pub sections: usize,
     pub artifact_bytes: u64,
     pub tally: Tally,
@@ -34,36 +36,45 @@ impl Report {
         self.tally.landed()
     }
 
+    /// The `--output json` document (keys in docs/client.md).
     pub fn to_json(&self) -> Value {
         let t = &self.tally;
-        json!({
-            "command": self.command,
-            "cluster": self.cluster,
-            "model": self.model.to_string(),
-            "weights_hash": hex(&self.weights_hash),
-            "state": self.state,
-            "sections": self.sections,
-            "artifact_bytes": self.artifact_bytes,
-            "transactions": {
-                "create": t.create, "write": t.write, "seal": t.seal, "other": t.other,
-                "failed": t.failed, "total": t.landed(), "resigned": t.resigned,
+        serde_json::to_value(ReportJson {
+            command: self.command,
+            cluster: &self.cluster,
+            model: self.model.to_string(),
+            weights_hash: hex(&self.weights_hash),
+            state: self.state,
+            sections: self.sections,
+            artifact_bytes: self.artifact_bytes,
+            transactions: Transactions {
+                create: t.create,
+                write: t.write,
+                seal: t.seal,
+                other: t.other,
+                failed: t.failed,
+                total: t.landed(),
+                resigned: t.resigned,
             },
-            // Payload bytes of the writes sent; and the most a Write carries with one signer,
-            // without and with the two compute-budget instructions a price adds.
-            "write_bytes_per_tx": {
-                "min": t.write_bytes_min.unwrap_or(0), "max": t.write_bytes_max,
-                "capacity": write_capacity(false),
-                "capacity_with_compute_budget": write_capacity(true),
+            write_bytes_per_tx: WriteBytes {
+                min: t.write_bytes_min.unwrap_or(0),
+                max: t.write_bytes_max,
+                capacity: write_capacity(false),
+                capacity_with_compute_budget: write_capacity(true),
             },
-            "bytes_written": t.bytes_written,
-            "lamports": {
-                "rent": self.rent, "fees": t.fees, "rent_held": self.rent_held,
-                "balance_before": self.balance_before, "balance_after": self.balance_after,
+            bytes_written: t.bytes_written,
+            lamports: Lamports {
+                rent: self.rent,
+                fees: t.fees,
+                rent_held: self.rent_held,
+                balance_before: self.balance_before,
+                balance_after: self.balance_after,
             },
-            "seconds": self.seconds,
-            "transactions_per_second": self.tps(),
-            "next": self.next,
+            seconds: self.seconds,
+            transactions_per_second: self.tps(),
+            next: self.next.as_deref(),
         })
+        .expect("a report serializes")
     }
 
     fn tps(&self) -> f64 {
@@ -120,4 +131,53 @@ impl Report {
         }
         s
     }
+}
+
+/// The JSON report of publish, seal and rehearse.
+#[derive(Serialize)]
+struct ReportJson<'a> {
+    command: &'a str,
+    cluster: &'a str,
+    model: String,
+    weights_hash: String,
+    state: State,
+    sections: usize,
+    artifact_bytes: u64,
+    transactions: Transactions,
+    /// Payload bytes of the writes sent; and the most a Write carries with one signer,
+    /// without and with the two compute-budget instructions a price adds.
+    write_bytes_per_tx: WriteBytes,
+    bytes_written: u64,
+    lamports: Lamports,
+    seconds: f64,
+    transactions_per_second: f64,
+    next: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Transactions {
+    create: u64,
+    write: u64,
+    seal: u64,
+    other: u64,
+    failed: u64,
+    total: u64,
+    resigned: u64,
+}
+
+#[derive(Serialize)]
+struct WriteBytes {
+    min: usize,
+    max: usize,
+    capacity: usize,
+    capacity_with_compute_budget: usize,
+}
+
+#[derive(Serialize)]
+struct Lamports {
+    rent: u64,
+    fees: u64,
+    rent_held: u64,
+    balance_before: u64,
+    balance_after: u64,
 }

@@ -7,7 +7,7 @@ use crate::engine::Engine;
 use crate::plan;
 use crate::progress::Progress;
 use crate::report::Report;
-use crate::steps::{check_funds, check_model, refuse_mismatch, rent_table, state_name, Plan};
+use crate::steps::{check_funds, check_model, refuse_mismatch, rent_table, Plan, State};
 use crate::transport::Transport;
 use crate::{Error, Options};
 use curta_program::state::ModelState;
@@ -85,7 +85,7 @@ pub async fn seal<T: Transport>(
         cluster: t.describe(),
         model: *model_address,
         weights_hash: model.weights_hash,
-        state: state_name(chain.model.as_ref().map(|m| m.state)),
+        state: State(chain.model.as_ref().map(|m| m.state)),
         sections: lengths.len(),
         artifact_bytes: lengths.iter().map(|&l| l as u64).sum(),
         tally: engine.tally.clone(),

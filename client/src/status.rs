@@ -5,11 +5,10 @@ use crate::artifact::{hex, LocalArtifact};
 use crate::chain;
 use crate::engine::{transaction_len, write_capacity};
 use crate::plan::differing_bytes;
-use crate::steps::{check_model, needs_reopen, rent_table, state_name};
+use crate::steps::{check_model, needs_reopen, rent_table, State};
 use crate::transport::Transport;
 use crate::Error;
 use curta_program::state::ModelState;
-use serde_json::json;
 use solana_message::Message;
 use solana_pubkey::Pubkey;
 use std::time::Instant;
@@ -32,9 +31,11 @@ pub struct Needed {
     pub fees: Option<u64>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct SectionStatus {
+    /// The section's index (0 = section zero).
     pub index: usize,
+    #[serde(serialize_with = "as_base58")]
     pub address: Pubkey,
     pub length: u32,
     pub created: bool,
@@ -54,7 +55,7 @@ pub struct Status {
     pub authority: Pubkey,
     pub weights_hash: [u8; 32],
     pub running_hash: [u8; 32],
-    pub state: String,
+    pub state: State,
     pub seal_pass: u32,
     pub seal_cursor: u32,
     pub total_chunks: u32,
@@ -112,7 +113,7 @@ pub async fn status<T: Transport>(
         authority: model.authority,
         weights_hash: model.weights_hash,
         running_hash: model.running_hash,
-        state: state_name(Some(model.state)),
+        state: State(Some(model.state)),
         seal_pass: model.seal_pass,
         seal_cursor: model.seal_cursor,
         total_chunks: model.total_chunks,
@@ -181,35 +182,48 @@ async fn needed<T: Transport>(
 }
 
 impl Status {
+    /// The `--output json` document (keys in docs/client.md).
     pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "command": "status", "cluster": self.cluster, "model": self.model.to_string(),
-            "authority": self.authority.to_string(), "weights_hash": hex(&self.weights_hash),
-            "running_hash": hex(&self.running_hash), "state": self.state,
-            "seal": { "pass": self.seal_pass, "cursor": self.seal_cursor, "total_chunks": self.total_chunks },
-            "sections_created": self.sections.iter().filter(|s| s.created).count(),
-            "sections_verified": self.sections.iter().filter(|s| s.chunks_hashed == s.chunks).count(),
-            // Still needed to reach Sealed (writes and fees: null without the artifact).
-            "transactions": {
-                "create": self.needed.create, "write": self.needed.write,
-                "seal": self.needed.seal, "other": self.needed.other,
+        let n = &self.needed;
+        serde_json::to_value(StatusJson {
+            command: "status",
+            cluster: &self.cluster,
+            model: self.model.to_string(),
+            authority: self.authority.to_string(),
+            weights_hash: hex(&self.weights_hash),
+            running_hash: hex(&self.running_hash),
+            state: self.state,
+            seal: Seal {
+                pass: self.seal_pass,
+                cursor: self.seal_cursor,
+                total_chunks: self.total_chunks,
             },
-            "write_bytes_per_tx": match (self.needed.write_bytes_min, self.needed.write_bytes_max) {
-                (Some(min), Some(max)) => json!({ "min": min, "max": max }),
-                _ => serde_json::Value::Null,
+            sections_created: self.sections.iter().filter(|s| s.created).count(),
+            sections_verified: self
+                .sections
+                .iter()
+                .filter(|s| s.chunks_hashed == s.chunks)
+                .count(),
+            transactions: StillNeeded {
+                create: n.create,
+                write: n.write,
+                seal: n.seal,
+                other: n.other,
             },
-            "lamports": {
-                "rent": self.rent_held, "rent_held": self.rent_held,
-                "rent_needed": self.needed.rent, "fees": self.needed.fees,
+            write_bytes_per_tx: match (n.write_bytes_min, n.write_bytes_max) {
+                (Some(min), Some(max)) => Some(MinMax { min, max }),
+                _ => None,
             },
-            "seconds": self.seconds,
-            "sections": self.sections.iter().map(|s| json!({
-                "index": s.index, "address": s.address.to_string(), "length": s.length,
-                "created": s.created, "frozen": s.frozen, "chunks": s.chunks,
-                "chunks_hashed": s.chunks_hashed, "lamports": s.lamports,
-                "differing_bytes": s.differing_bytes,
-            })).collect::<Vec<_>>(),
+            lamports: StatusLamports {
+                rent: self.rent_held,
+                rent_held: self.rent_held,
+                rent_needed: n.rent,
+                fees: n.fees,
+            },
+            seconds: self.seconds,
+            sections: &self.sections,
         })
+        .expect("a status serializes")
     }
 
     pub fn to_text(&self) -> String {
@@ -230,7 +244,7 @@ impl Status {
             n.fees.map_or_else(unknown, |f| f.to_string()),
             if n.write.is_none() { " (writes: give --artifact)" } else { "" }
         );
-        if self.state == "Mismatch" {
+        if self.state.0 == Some(ModelState::Mismatch) {
             s += &format!("computed:     {}\n", hex(&self.running_hash));
         }
         for x in &self.sections {
@@ -249,4 +263,58 @@ impl Status {
         }
         s
     }
+}
+
+fn as_base58<S: serde::Serializer>(address: &Pubkey, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(address)
+}
+
+/// The JSON of `status`; `transactions`, `write_bytes_per_tx` and `lamports.fees` count what
+/// is still needed to reach Sealed (writes and fees are null without the artifact).
+#[derive(serde::Serialize)]
+struct StatusJson<'a> {
+    command: &'a str,
+    cluster: &'a str,
+    model: String,
+    authority: String,
+    weights_hash: String,
+    running_hash: String,
+    state: State,
+    seal: Seal,
+    sections_created: usize,
+    sections_verified: usize,
+    transactions: StillNeeded,
+    write_bytes_per_tx: Option<MinMax>,
+    lamports: StatusLamports,
+    seconds: f64,
+    sections: &'a [SectionStatus],
+}
+
+#[derive(serde::Serialize)]
+struct Seal {
+    pass: u32,
+    cursor: u32,
+    total_chunks: u32,
+}
+
+#[derive(serde::Serialize)]
+struct StillNeeded {
+    create: u64,
+    write: Option<u64>,
+    seal: u64,
+    other: u64,
+}
+
+#[derive(serde::Serialize)]
+struct MinMax {
+    min: usize,
+    max: usize,
+}
+
+#[derive(serde::Serialize)]
+struct StatusLamports {
+    rent: u64,
+    rent_held: u64,
+    rent_needed: u64,
+    fees: Option<u64>,
 }

@@ -23,16 +23,39 @@ use std::collections::HashMap;
 /// Rounds in a row that may end without progress before the engine gives up.
 pub(crate) const STALL_ROUNDS: usize = 4;
 
-/// The name of a model state in reports ("absent" when there is no model).
-pub fn state_name(state: Option<ModelState>) -> String {
-    match state {
-        None => "absent",
-        Some(ModelState::Open) => "Open",
-        Some(ModelState::Sealing) => "Sealing",
-        Some(ModelState::Mismatch) => "Mismatch",
-        Some(ModelState::Sealed) => "Sealed",
+/// A model's state as reports show it, `None` when there is no model ("absent"). It
+/// compares equal to its name (`report.state == "Sealed"`) and serializes as it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct State(pub Option<ModelState>);
+
+impl State {
+    pub fn as_str(&self) -> &'static str {
+        match self.0 {
+            None => "absent",
+            Some(ModelState::Open) => "Open",
+            Some(ModelState::Sealing) => "Sealing",
+            Some(ModelState::Mismatch) => "Mismatch",
+            Some(ModelState::Sealed) => "Sealed",
+        }
     }
-    .to_string()
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for State {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
+}
+
+impl serde::Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// The existing model must be the artifact's: same declared hash and section lengths.

@@ -4,13 +4,12 @@
 use crate::artifact::{hex, LocalArtifact};
 use crate::chain;
 use crate::plan::differing_bytes;
-use crate::steps::{check_model, state_name};
+use crate::steps::{check_model, State};
 use crate::transport::Transport;
 use crate::Error;
-use serde_json::json;
 use solana_pubkey::Pubkey;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct SectionCheck {
     pub index: usize,
     pub length: u32,
@@ -21,7 +20,7 @@ pub struct SectionCheck {
 #[derive(Clone, Debug)]
 pub struct Verification {
     pub model: Pubkey,
-    pub state: String,
+    pub state: State,
     pub declared: [u8; 32],
     /// The chain recomputed from the on-chain bytes (None if a weight account is missing).
     pub onchain_hash: Option<[u8; 32]>,
@@ -35,16 +34,28 @@ impl Verification {
             && self.sections.iter().all(|s| s.differing_bytes == 0)
     }
 
+    /// The `--output json` document (keys in docs/client.md).
     pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "command": "verify", "model": self.model.to_string(), "state": self.state,
-            "weights_hash": hex(&self.declared), "onchain_hash": self.onchain_hash.map(|h| hex(&h)),
-            "ok": self.ok(),
-            "sections": self.sections.iter().map(|s| json!({
-                "index": s.index, "length": s.length, "differing_bytes": s.differing_bytes,
-                "first_difference": s.first_difference,
-            })).collect::<Vec<_>>(),
+        #[derive(serde::Serialize)]
+        struct VerifyJson<'a> {
+            command: &'a str,
+            model: String,
+            state: State,
+            weights_hash: String,
+            onchain_hash: Option<String>,
+            ok: bool,
+            sections: &'a [SectionCheck],
+        }
+        serde_json::to_value(VerifyJson {
+            command: "verify",
+            model: self.model.to_string(),
+            state: self.state,
+            weights_hash: hex(&self.declared),
+            onchain_hash: self.onchain_hash.map(|h| hex(&h)),
+            ok: self.ok(),
+            sections: &self.sections,
         })
+        .expect("a verification serializes")
     }
 
     pub fn to_text(&self) -> String {
@@ -105,7 +116,7 @@ pub async fn verify<T: Transport>(
     let onchain: Option<Vec<&[u8]>> = chain.weights.iter().map(|w| w.bytes()).collect();
     Ok(Verification {
         model: *model_address,
-        state: state_name(Some(model.state)),
+        state: State(Some(model.state)),
         declared: model.weights_hash,
         onchain_hash: onchain.map(curta_core::weights_hash),
         sections,
