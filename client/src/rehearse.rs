@@ -22,10 +22,10 @@ pub const TOK512: &[u8] =
     include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/tok512.bin"));
 
 /// A fresh bank and a funded authority for a rehearsal.
-pub async fn rehearsal_bank() -> (BankTransport, Keypair) {
+pub async fn rehearsal_bank() -> Result<(BankTransport, Keypair), Error> {
     let authority = Keypair::new();
-    let bank = BankTransport::start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await;
-    (bank, authority)
+    let bank = BankTransport::try_start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await?;
+    Ok((bank, authority))
 }
 
 /// Publishes and seals `file` on a fresh in-process bank. With `authority` (the keypair a real
@@ -39,11 +39,11 @@ pub async fn rehearse(
     let throwaway;
     let (bank, authority) = match authority {
         Some(authority) => (
-            BankTransport::start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await,
+            BankTransport::try_start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await?,
             authority,
         ),
         None => {
-            let (bank, keypair) = rehearsal_bank().await;
+            let (bank, keypair) = rehearsal_bank().await?;
             throwaway = keypair;
             (bank, &throwaway)
         }
@@ -66,7 +66,7 @@ pub async fn demo(options: &Options) -> Result<Demo, Error> {
     let artifact = curta_core::convert::convert(STORIES260K, TOK512)
         .map_err(|e| Error::Stalled(format!("converting the bundled stories260K: {e}")))?;
     let convert_seconds = started.elapsed().as_secs_f64();
-    let (bank, authority) = rehearsal_bank().await;
+    let (bank, authority) = rehearsal_bank().await?;
     let mut report = publish(&bank, &authority, &artifact, true, options).await?;
     report.command = "demo";
     let verification = verify(&bank, &report.model, &artifact).await?;

@@ -1,5 +1,7 @@
-//! The in-process transport: a solana-program-test bank running the real program natively.
+//! The in-process transport: a solana-program-test bank running the program's SBF binary in
+//! its VM ([`ProgramSo`]).
 
+use super::ProgramSo;
 use super::{Profile, Simulation, Transport, TxStatus};
 use crate::Error;
 use solana_account::{Account, AccountSharedData};
@@ -7,7 +9,7 @@ use solana_commitment_config::CommitmentLevel;
 use solana_hash::Hash;
 use solana_keypair::Keypair;
 use solana_message::Message;
-use solana_program_test::{processor, BanksClient, ProgramTest, ProgramTestContext};
+use solana_program_test::{BanksClient, ProgramTest, ProgramTestContext};
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
@@ -33,6 +35,8 @@ pub struct BankTransport {
     /// Signalled whenever a sent transaction finishes executing (tokio's timer cannot sleep
     /// less than a millisecond, several times what a small transaction takes here).
     finished: std::sync::Arc<tokio::sync::Notify>,
+    /// The binary the bank runs ([`ProgramSo::describe`]).
+    program: String,
 }
 
 fn bank_error(err: impl std::fmt::Display) -> Error {
@@ -40,14 +44,20 @@ fn bank_error(err: impl std::fmt::Display) -> Error {
 }
 
 impl BankTransport {
-    /// Starts a bank; each `(address, lamports)` becomes a system account at genesis.
+    /// Starts a bank; each `(address, lamports)` becomes a system account at genesis. Panics
+    /// when the SBF binary is not built (tests); commands use [`BankTransport::try_start`].
     pub async fn start(funded: &[(Pubkey, u64)]) -> BankTransport {
-        let mut test = ProgramTest::new(
-            "curta_program",
-            curta_program::id(),
-            processor!(curta_program::processor::process_instruction),
-        );
-        test.prefer_bpf(false);
+        BankTransport::try_start(funded)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Starts a bank running the program's SBF binary ([`ProgramSo::find`]); each
+    /// `(address, lamports)` becomes a system account at genesis.
+    pub async fn try_start(funded: &[(Pubkey, u64)]) -> Result<BankTransport, Error> {
+        let so = ProgramSo::find().map_err(Error::Transport)?;
+        let mut test = ProgramTest::default();
+        so.add_to(&mut test, curta_program::id());
         for (address, lamports) in funded {
             test.add_account(
                 *address,
@@ -57,13 +67,14 @@ impl BankTransport {
         let context = test.start_with_context().await;
         let mint_address = context.payer.pubkey();
         let checked = Mutex::new((Hash::default(), Instant::now()));
-        BankTransport {
+        Ok(BankTransport {
             client: context.banks_client.clone(),
             context: Mutex::new(context),
             mint_address,
             checked,
             finished: Default::default(),
-        }
+            program: so.describe(),
+        })
     }
 
     /// The genesis mint of the bank: a keypair holding about 1,000,000 SOL.
@@ -114,7 +125,7 @@ impl BankTransport {
 
 impl Transport for BankTransport {
     fn describe(&self) -> String {
-        "in-process bank".to_string()
+        format!("in-process bank, program {}", self.program)
     }
 
     fn profile(&self) -> Profile {

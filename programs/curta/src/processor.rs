@@ -69,18 +69,19 @@ fn process_create_model(
         return Err(CurtaError::InvalidSectionLength.into());
     }
     // Section zero holds the header the seal of chunk 0 checks: shorter, it could never seal.
-    if lengths().next().is_some_and(|l| (l as usize) < curta_core::HEADER_LEN) {
+    if lengths()
+        .next()
+        .is_some_and(|l| (l as usize) < curta_core::HEADER_LEN)
+    {
         return Err(CurtaError::SectionZeroTooShort.into());
     }
     // At most 18 x 160 chunks: no overflow.
     let total_chunks = lengths()
         .map(|l| curta_core::chunk_count(l as u64) as u32)
         .sum();
-    let (address, bump) = pubkey::try_find_program_address(
-        &[MODEL_SEED, authority.key(), weights_hash],
-        program_id,
-    )
-    .ok_or(CurtaError::ModelAddressMismatch)?;
+    let (address, bump) =
+        pubkey::try_find_program_address(&[MODEL_SEED, authority.key(), weights_hash], program_id)
+            .ok_or(CurtaError::ModelAddressMismatch)?;
     if model_info.key() != &address {
         return Err(CurtaError::ModelAddressMismatch.into());
     }
@@ -235,8 +236,12 @@ fn process_seal(
     if chunk != model.seal_cursor() {
         return Err(CurtaError::UnexpectedChunk.into());
     }
-    let (section, chunk_in_section) = crate::state::locate_chunk(model.sections(), chunk)
-        .ok_or(CurtaError::UnexpectedChunk)?;
+    let (section, chunk_in_section) =
+        crate::state::locate_chunk(model.sections(), chunk).ok_or(CurtaError::UnexpectedChunk)?;
+    if weight_info.key() == model_info.key() {
+        // The model's own data (borrowed above) holds no weight header.
+        return Err(CurtaError::NotInitialized.into());
+    }
     let mut data = owned_data(weight_info, program_id)?;
     let header = WeightFields::parse(&data)?;
     header.belongs_to(
@@ -257,7 +262,10 @@ fn process_seal(
     }
     let start = chunk_in_section as usize * curta_core::CHUNK_LEN;
     let end = (start + curta_core::CHUNK_LEN).min(length);
-    hash_chunk(&mut model, &data[WEIGHT_HEADER_LEN + start..WEIGHT_HEADER_LEN + end]);
+    hash_chunk(
+        &mut model,
+        &data[WEIGHT_HEADER_LEN + start..WEIGHT_HEADER_LEN + end],
+    );
     Ok(())
 }
 
@@ -269,8 +277,8 @@ fn begin_pass(model: &mut ModelAccount, section_zero: &[u8]) -> ProgramResult {
     for (slot, length) in declared.iter_mut().zip(model.sections()) {
         *slot = length;
     }
-    let metadata = curta_core::Metadata::parse_declared(section_zero, &declared[..count])
-        .map_err(|e| {
+    let metadata =
+        curta_core::Metadata::parse_declared(section_zero, &declared[..count]).map_err(|e| {
             log(format_args!("{e}"));
             if e.is_table_mismatch() {
                 CurtaError::SectionTableMismatch
@@ -350,11 +358,9 @@ fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult
         let mut model_data = owned_data(model_info, program_id)?;
         let model = ModelAccount::new(&mut model_data)?;
         authority_signs(model.authority(), authority)?;
-        model.state().require(&[
-            ModelState::Open,
-            ModelState::Sealing,
-            ModelState::Mismatch,
-        ])?;
+        model
+            .state()
+            .require(&[ModelState::Open, ModelState::Sealing, ModelState::Mismatch])?;
         if weights.len() != model.section_count() {
             return Err(CurtaError::WrongAccountCount.into());
         }
@@ -364,7 +370,8 @@ fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult
             return Err(CurtaError::InvalidDestination.into());
         }
         for (section, weight_info) in weights.iter().enumerate() {
-            let expected = weight_address(program_id, authority.key(), model_info.key(), section as u8)?;
+            let expected =
+                weight_address(program_id, authority.key(), model_info.key(), section as u8)?;
             if *weight_info.key() != expected {
                 return Err(CurtaError::WeightAddressMismatch.into());
             }
@@ -576,6 +583,7 @@ mod system {
     }
 
     impl<const N: usize> Call<'_, N> {
+        #[inline(always)]
         pub fn invoke(&self, signers: &[Signer]) -> ProgramResult {
             let instruction = Instruction {
                 program_id: &SYSTEM_PROGRAM,
@@ -606,7 +614,11 @@ mod system {
     ) -> Call<'a, 2> {
         let (data, len) = encode(
             0,
-            &[&lamports.to_le_bytes(), &(space as u64).to_le_bytes(), owner],
+            &[
+                &lamports.to_le_bytes(),
+                &(space as u64).to_le_bytes(),
+                owner,
+            ],
         );
         Call {
             accounts: [from, to],

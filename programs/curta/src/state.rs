@@ -457,7 +457,11 @@ mod host {
             for i in 0..MAX_SECTIONS {
                 let length = self.section_lengths[i].to_le_bytes();
                 put(dst, f::SECTION_LENGTHS + 4 * i, &length);
-                put(dst, f::WEIGHT_ACCOUNTS + 32 * i, self.weight_accounts[i].as_ref());
+                put(
+                    dst,
+                    f::WEIGHT_ACCOUNTS + 32 * i,
+                    self.weight_accounts[i].as_ref(),
+                );
             }
         }
 
