@@ -2,6 +2,10 @@
 //! writability, size and address is checked before anything is written, and every check comes
 //! before the first write, so a failed instruction changes nothing (the runtime also rolls back).
 //! Nothing is allocated: accounts and instruction data are read and written in place.
+//!
+//! The functions returning `ProgramResult` are `#[inline(always)]`: the SBF route's LLVM 19
+//! BPF backend cannot return a two-register value (scripts/build-sbf), and the entrypoint is
+//! one function either way.
 
 use pinocchio::account_info::AccountInfo;
 use pinocchio::instruction::{AccountMeta, Instruction, Seed, Signer};
@@ -12,13 +16,15 @@ use pinocchio::ProgramResult;
 use crate::error::CurtaError;
 use crate::instruction::InstructionData;
 use crate::state::{
-    header_is_zero, set_frozen, weight_seed_bytes, write_weight_header, ModelAccount, ModelState,
-    WeightFields, MAX_SECTIONS, MIN_SECTIONS, MODEL_LEN, MODEL_SEED, WEIGHT_HEADER_LEN,
+    all_zero, header_is_zero, same_address, set_frozen, weight_seed_bytes, write_weight_header,
+    ModelAccount, ModelState, WeightFields, MAX_SECTIONS, MIN_SECTIONS, MODEL_LEN, MODEL_SEED,
+    WEIGHT_HEADER_LEN,
 };
 
-/// The system program's id (all zeros).
+/// The system program's id (all zeros: `all_zero` compares an owner with it).
 const SYSTEM_PROGRAM: Pubkey = [0; 32];
 
+#[inline(always)]
 pub fn process_instruction(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
@@ -41,6 +47,7 @@ pub fn process_instruction(
     }
 }
 
+#[inline(always)]
 fn process_create_model(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
@@ -53,7 +60,7 @@ fn process_create_model(
     signer(authority)?;
     writable(authority)?;
     writable(model_info)?;
-    if system.key() != &SYSTEM_PROGRAM {
+    if !all_zero(system.key()) {
         return Err(ProgramError::IncorrectProgramId);
     }
     let count = section_lengths.len() / 4;
@@ -82,13 +89,13 @@ fn process_create_model(
     let (address, bump) =
         pubkey::try_find_program_address(&[MODEL_SEED, authority.key(), weights_hash], program_id)
             .ok_or(CurtaError::ModelAddressMismatch)?;
-    if model_info.key() != &address {
+    if !same_address(model_info.key(), &address) {
         return Err(CurtaError::ModelAddressMismatch.into());
     }
-    if model_info.owner() == program_id {
+    if same_address(model_info.owner(), program_id) {
         return Err(CurtaError::AlreadyInitialized.into());
     }
-    if model_info.owner() != &SYSTEM_PROGRAM || !model_info.data_is_empty() {
+    if !all_zero(model_info.owner()) || !model_info.data_is_empty() {
         return Err(CurtaError::WrongOwner.into());
     }
 
@@ -124,6 +131,7 @@ fn process_create_model(
     Ok(())
 }
 
+#[inline(always)]
 fn process_init_weight_account(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
@@ -142,12 +150,12 @@ fn process_init_weight_account(
     if index >= model.section_count() {
         return Err(CurtaError::SectionOutOfRange.into());
     }
-    if *model.weight_account(index) != [0; 32] {
+    if !all_zero(model.weight_account(index)) {
         return Err(CurtaError::AlreadyInitialized.into());
     }
     owned(weight_info, program_id)?;
-    if *weight_info.key() != weight_address(program_id, authority.key(), model_info.key(), section)?
-    {
+    let expected = weight_address(program_id, authority.key(), model_info.key(), section)?;
+    if !same_address(weight_info.key(), &expected) {
         return Err(CurtaError::WeightAddressMismatch.into());
     }
     let length = model.section_length(index);
@@ -172,6 +180,7 @@ fn process_init_weight_account(
     Ok(())
 }
 
+#[inline(always)]
 fn process_write(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
@@ -201,6 +210,7 @@ fn process_write(
 
 /// Seal: check the chunk against the model's pass and cursor, begin the pass at chunk 0 (the
 /// header check), then hash the chunk.
+#[inline(always)]
 fn process_seal(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
@@ -238,7 +248,7 @@ fn process_seal(
     }
     let (section, chunk_in_section) =
         crate::state::locate_chunk(model.sections(), chunk).ok_or(CurtaError::UnexpectedChunk)?;
-    if weight_info.key() == model_info.key() {
+    if same_address(weight_info.key(), model_info.key()) {
         // The model's own data (borrowed above) holds no weight header.
         return Err(CurtaError::NotInitialized.into());
     }
@@ -271,6 +281,7 @@ fn process_seal(
 
 /// Chunk 0: section zero's header must be valid and its section table the declared lengths
 /// (curta-core's check); its config is stored and the model is Sealing.
+#[inline(always)]
 fn begin_pass(model: &mut ModelAccount, section_zero: &[u8]) -> ProgramResult {
     let mut declared = [0u32; MAX_SECTIONS];
     let count = model.section_count();
@@ -293,6 +304,7 @@ fn begin_pass(model: &mut ModelAccount, section_zero: &[u8]) -> ProgramResult {
 
 /// running = SHA-256(running || chunk), the cursor advances; after the last chunk the model is
 /// Sealed (running = declared) or Mismatch.
+#[inline(always)]
 fn hash_chunk(model: &mut ModelAccount, chunk: &[u8]) {
     let running = sha256(&[model.running_hash(), chunk]);
     let cursor = model.seal_cursor() + 1;
@@ -312,6 +324,7 @@ fn hash_chunk(model: &mut ModelAccount, chunk: &[u8]) {
     }
 }
 
+#[inline(always)]
 fn process_reopen(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult {
     let [model_info, authority, weights @ ..] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
@@ -328,7 +341,7 @@ fn process_reopen(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResul
     }
     // Sealing started, so every section's weight account is bound.
     for (section, weight_info) in weights.iter().enumerate() {
-        if weight_info.key() != model.weight_account(section) {
+        if !same_address(weight_info.key(), model.weight_account(section)) {
             return Err(CurtaError::WeightAddressMismatch.into());
         }
         writable(weight_info)?;
@@ -348,6 +361,7 @@ fn process_reopen(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResul
     Ok(())
 }
 
+#[inline(always)]
 fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult {
     let [model_info, authority, destination, weights @ ..] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
@@ -364,29 +378,31 @@ fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult
         if weights.len() != model.section_count() {
             return Err(CurtaError::WrongAccountCount.into());
         }
-        if destination.key() == model_info.key()
-            || weights.iter().any(|w| w.key() == destination.key())
+        if same_address(destination.key(), model_info.key())
+            || weights
+                .iter()
+                .any(|w| same_address(w.key(), destination.key()))
         {
             return Err(CurtaError::InvalidDestination.into());
         }
         for (section, weight_info) in weights.iter().enumerate() {
             let expected =
                 weight_address(program_id, authority.key(), model_info.key(), section as u8)?;
-            if *weight_info.key() != expected {
+            if !same_address(weight_info.key(), &expected) {
                 return Err(CurtaError::WeightAddressMismatch.into());
             }
             writable(weight_info)?;
             // A seed address with this program as owner can only be owned by the system
             // program (not created, or created elsewise) or by this program.
-            if weight_info.owner() == program_id {
+            if same_address(weight_info.owner(), program_id) {
                 closable_weight(&model, model_info.key(), section, weight_info)?;
-            } else if weight_info.owner() != &SYSTEM_PROGRAM {
+            } else if !all_zero(weight_info.owner()) {
                 return Err(CurtaError::WrongOwner.into());
             }
         }
     }
     for weight_info in weights {
-        if weight_info.owner() == program_id {
+        if same_address(weight_info.owner(), program_id) {
             drain(weight_info, destination)?;
         }
     }
@@ -398,6 +414,7 @@ fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult
 /// authority can share weight addresses: the address alone does not prove it. A header of
 /// zeros (created, never initialized) is closable; anything else must be a valid weight header
 /// that belongs to the model at this section.
+#[inline(always)]
 fn closable_weight(
     model: &ModelAccount,
     model_key: &Pubkey,
@@ -422,6 +439,7 @@ fn closable_weight(
 /// Moves every lamport of `account` to `destination`, shrinks its data to nothing (no byte of
 /// it survives, and shrinking costs nothing per byte, unlike zeroing 10 MiB on chain) and gives
 /// it to the system program, so it can never be read as initialized again.
+#[inline(always)]
 fn drain(account: &AccountInfo, destination: &AccountInfo) -> ProgramResult {
     let lamports = account.lamports();
     let total = destination
@@ -438,13 +456,15 @@ fn drain(account: &AccountInfo, destination: &AccountInfo) -> ProgramResult {
 
 /// The one authority rule: `account` is the expected authority (`Unauthorized`) and signs
 /// (`MissingRequiredSignature`).
+#[inline(always)]
 fn authority_signs(expected: &Pubkey, account: &AccountInfo) -> ProgramResult {
-    if account.key() != expected {
+    if !same_address(account.key(), expected) {
         return Err(CurtaError::Unauthorized.into());
     }
     signer(account)
 }
 
+#[inline(always)]
 fn signer(account: &AccountInfo) -> ProgramResult {
     if account.is_signer() {
         Ok(())
@@ -453,6 +473,7 @@ fn signer(account: &AccountInfo) -> ProgramResult {
     }
 }
 
+#[inline(always)]
 fn writable(account: &AccountInfo) -> ProgramResult {
     if account.is_writable() {
         Ok(())
@@ -461,8 +482,9 @@ fn writable(account: &AccountInfo) -> ProgramResult {
     }
 }
 
+#[inline(always)]
 fn owned(account: &AccountInfo, program_id: &Pubkey) -> ProgramResult {
-    if account.owner() == program_id {
+    if same_address(account.owner(), program_id) {
         Ok(())
     } else {
         Err(CurtaError::WrongOwner.into())
@@ -480,6 +502,7 @@ fn owned_data<'a>(
 
 /// The address of section `section`'s weight account: create_with_seed(authority,
 /// weight_seed, program id).
+#[inline(always)]
 fn weight_address(
     program_id: &Pubkey,
     authority: &Pubkey,
@@ -493,6 +516,7 @@ fn weight_address(
 /// threshold is 2 years (or 1 under SIMD-0194); any other value is refused rather than computed
 /// with floating point, which SBF lacks.
 #[allow(deprecated)]
+#[inline(always)]
 fn minimum_balance(len: usize) -> Result<u64, ProgramError> {
     use pinocchio::sysvars::{rent::Rent, Sysvar};
     let rent = Rent::get()?;

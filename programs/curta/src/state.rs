@@ -100,6 +100,28 @@ impl ModelState {
     }
 }
 
+/// Whether two addresses are equal. Account keys and the layouts' address fields sit at 8-byte
+/// aligned addresses: there the comparison takes four word loads (LLVM's BPF backend compares
+/// unaligned bytes one at a time); anywhere else it is byte-wise.
+#[inline(always)]
+pub fn same_address(a: &Address, b: &Address) -> bool {
+    let (pa, pb) = (a.as_ptr() as *const u64, b.as_ptr() as *const u64);
+    if (pa as usize | pb as usize) % 8 == 0 {
+        // SAFETY: both point to 32 readable bytes, 8-byte aligned.
+        unsafe { (0..4).all(|i| pa.add(i).read() == pb.add(i).read()) }
+    } else {
+        a == b
+    }
+}
+
+/// Whether `bytes` are all zero: a word at a time over the 8-byte aligned part.
+#[inline(always)]
+pub fn all_zero(bytes: &[u8]) -> bool {
+    // SAFETY: align_to only reinterprets the aligned middle as whole u64 words.
+    let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
+    head.iter().all(|&b| b == 0) && words.iter().all(|&w| w == 0) && tail.iter().all(|&b| b == 0)
+}
+
 fn array_at<const N: usize>(data: &[u8], offset: usize) -> &[u8; N] {
     // Callers index inside a layout whose length they checked.
     data[offset..offset + N]
@@ -240,7 +262,7 @@ impl<'a> ModelAccount<'a> {
 
     /// Whether every section has its weight account.
     pub fn all_weights_bound(&self) -> bool {
-        (0..self.section_count()).all(|s| *self.weight_account(s) != [0; 32])
+        (0..self.section_count()).all(|s| !all_zero(self.weight_account(s)))
     }
 
     /// The seal chain so far: running hash and cursor.
@@ -321,13 +343,13 @@ impl<'a> WeightFields<'a> {
         recorded: &Address,
         key: &Address,
     ) -> Result<(), CurtaError> {
-        if self.model != model {
+        if !same_address(self.model, model) {
             return Err(CurtaError::WrongModel);
         }
         if self.section as usize != section {
             return Err(CurtaError::WrongSection);
         }
-        if (*recorded != [0; 32] && recorded != key) || self.length != declared_length {
+        if (!all_zero(recorded) && !same_address(recorded, key)) || self.length != declared_length {
             return Err(CurtaError::WeightAddressMismatch);
         }
         Ok(())
@@ -361,12 +383,7 @@ pub fn set_frozen(dst: &mut [u8], frozen: bool) {
 /// Whether a weight address's header bytes (the first 2,048, or all of a shorter account) are
 /// all zero: created, never initialized. Word-wise: Close reads up to 18 of these.
 pub fn header_is_zero(data: &[u8]) -> bool {
-    let header = &data[..data.len().min(WEIGHT_HEADER_LEN)];
-    let (words, tail) = header.split_at(header.len() - header.len() % 8);
-    words
-        .chunks_exact(8)
-        .all(|w| u64::from_ne_bytes(*array_at::<8>(w, 0)) == 0)
-        && tail.iter().all(|&b| b == 0)
+    all_zero(&data[..data.len().min(WEIGHT_HEADER_LEN)])
 }
 
 /// The seed of section `section`'s weight account: "curta-{section:02}-{hex of the model
