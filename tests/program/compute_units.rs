@@ -205,11 +205,11 @@ async fn compute_units_of_every_instruction() {
     // The goals (docs/program.md, where the misses are explained): a Write of 1,019 bytes at
     // most 1,500 and Close of 18 sections under 200,000 (met); a full-chunk Seal within 2% of
     // the sol_sha256 floor (85 + 16 + 32,768 = 32,869; at most 33,500) and chunk 0 at most
-    // 40,000 (missed: measured 34,243, and 61,987 / 89,779). The bounds below are the
+    // 40,000 (missed: measured 33,633, and 61,463 / 89,829). The bounds below are the
     // measures plus a little, so a regression fails here.
     assert!(write <= 1_500, "Write: {write}");
     assert!(close[1] < 200_000, "Close of 18: {}", close[1]);
-    assert!((32_869..=34_500).contains(&full), "full-chunk Seal: {full}");
+    assert!((32_869..=34_000).contains(&full), "full-chunk Seal: {full}");
     assert!(chunk0_tiny <= 64_000, "chunk 0, 2 sections: {chunk0_tiny}");
     assert!(chunk0_18 <= 92_000, "chunk 0, 18 sections: {chunk0_18}");
     assert!(last < full, "the short last chunk: {last}");

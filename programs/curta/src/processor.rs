@@ -21,6 +21,10 @@ use crate::state::{
     WEIGHT_HEADER_LEN,
 };
 
+/// An address at an 8-byte aligned place.
+#[repr(C, align(8))]
+struct Aligned(Pubkey);
+
 /// The system program's id (all zeros: `all_zero` compares an owner with it).
 const SYSTEM_PROGRAM: Pubkey = [0; 32];
 
@@ -30,6 +34,9 @@ pub fn process_instruction(
     accounts: &[AccountInfo],
     data: &[u8],
 ) -> ProgramResult {
+    // The runtime places the program id after the instruction data, at any alignment: an
+    // aligned copy makes every owner check a word-wise `same_address`.
+    let program_id = &Aligned(*program_id).0;
     match InstructionData::parse(data).ok_or(ProgramError::InvalidInstructionData)? {
         InstructionData::CreateModel {
             weights_hash,
@@ -306,11 +313,12 @@ fn begin_pass(model: &mut ModelAccount, section_zero: &[u8]) -> ProgramResult {
 /// Sealed (running = declared) or Mismatch.
 #[inline(always)]
 fn hash_chunk(model: &mut ModelAccount, chunk: &[u8]) {
-    let running = sha256(&[model.running_hash(), chunk]);
+    chain_in_place(model.running_hash_mut(), chunk);
     let cursor = model.seal_cursor() + 1;
-    model.set_chain(&running, cursor);
+    model.set_seal_cursor(cursor);
     if cursor == model.total_chunks() {
-        if running == *model.weights_hash() {
+        let running = *model.running_hash();
+        if same_address(model.running_hash(), model.weights_hash()) {
             model.set_state(ModelState::Sealed);
             log(format_args!("sealed: weights hash {}", Hex(&running)));
         } else {
@@ -528,26 +536,23 @@ fn minimum_balance(len: usize) -> Result<u64, ProgramError> {
     Ok((128 + len as u64) * rent.lamports_per_byte_year * years)
 }
 
-/// SHA-256 of the concatenated slices: the `sol_sha256` syscall on chain.
-fn sha256(slices: &[&[u8]]) -> [u8; 32] {
+/// running = SHA-256(running || chunk), written over `running`: the `sol_sha256` syscall on
+/// chain (it reads every slice before it writes the result, so no copy is needed).
+#[inline(always)]
+fn chain_in_place(running: &mut [u8; 32], chunk: &[u8]) {
     #[cfg(target_os = "solana")]
     {
-        let mut out = [0u8; 32];
-        // SAFETY: slices is an array of (pointer, length) pairs, as the syscall reads it.
+        let out = running.as_mut_ptr();
+        // SAFETY: the syscall reads the (pointer, length) pairs and their bytes, then writes
+        // 32 bytes at `out`.
         unsafe {
-            pinocchio::syscalls::sol_sha256(
-                slices.as_ptr() as *const u8,
-                slices.len() as u64,
-                out.as_mut_ptr(),
-            )
-        };
-        out
+            let slices: [&[u8]; 2] = [core::slice::from_raw_parts(out, 32), chunk];
+            pinocchio::syscalls::sol_sha256(slices.as_ptr() as *const u8, 2, out);
+        }
     }
     #[cfg(not(target_os = "solana"))]
     {
-        // The host build type-checks the processor; it never runs it (no CPI, no sysvars).
-        let _ = slices;
-        unreachable!("the Curta processor runs on SBF only")
+        *running = curta_core::chain_chunk(running, chunk);
     }
 }
 

@@ -265,6 +265,21 @@ impl<'a> ModelAccount<'a> {
         (0..self.section_count()).all(|s| !all_zero(self.weight_account(s)))
     }
 
+    /// The running hash, to chain a chunk into in place.
+    pub fn running_hash_mut(&mut self) -> &mut Address {
+        (&mut self.data[model_field::RUNNING_HASH..model_field::RUNNING_HASH + 32])
+            .try_into()
+            .expect("field inside the checked layout")
+    }
+
+    pub fn set_seal_cursor(&mut self, seal_cursor: u32) {
+        put(
+            self.data,
+            model_field::SEAL_CURSOR,
+            &seal_cursor.to_le_bytes(),
+        );
+    }
+
     /// The seal chain so far: running hash and cursor.
     pub fn set_chain(&mut self, running_hash: &Address, seal_cursor: u32) {
         put(self.data, model_field::RUNNING_HASH, running_hash);
@@ -349,7 +364,7 @@ impl<'a> WeightFields<'a> {
         if self.section as usize != section {
             return Err(CurtaError::WrongSection);
         }
-        if (!all_zero(recorded) && !same_address(recorded, key)) || self.length != declared_length {
+        if (!same_address(recorded, key) && !all_zero(recorded)) || self.length != declared_length {
             return Err(CurtaError::WeightAddressMismatch);
         }
         Ok(())
