@@ -74,25 +74,22 @@ fn process_create_model(
     if !(MIN_SECTIONS..=MAX_SECTIONS).contains(&count) {
         return Err(CurtaError::InvalidSectionCount.into());
     }
-    let lengths = || {
-        section_lengths
-            .chunks_exact(4)
-            .map(|w| curta_core::le::u32_at(w, 0))
-    };
-    if lengths().any(|length| length == 0 || length as usize > curta_core::MAX_SECTION_LEN) {
+    let mut declared = [0u32; MAX_SECTIONS];
+    for (length, word) in declared.iter_mut().zip(section_lengths.chunks_exact(4)) {
+        *length = curta_core::le::u32_at(word, 0);
+    }
+    let lengths = &declared[..count];
+    if lengths
+        .iter()
+        .any(|&length| length == 0 || length as usize > curta_core::MAX_SECTION_LEN)
+    {
         return Err(CurtaError::InvalidSectionLength.into());
     }
     // Section zero holds the header the seal of chunk 0 checks: shorter, it could never seal.
-    if lengths()
-        .next()
-        .is_some_and(|l| (l as usize) < curta_core::HEADER_LEN)
-    {
+    if (lengths[0] as usize) < curta_core::HEADER_LEN {
         return Err(CurtaError::SectionZeroTooShort.into());
     }
-    // At most 18 x 160 chunks: no overflow.
-    let total_chunks = lengths()
-        .map(|l| curta_core::chunk_count(l as u64) as u32)
-        .sum();
+    let total_chunks = curta_core::total_chunks(lengths);
     let (address, bump) =
         pubkey::try_find_program_address(&[MODEL_SEED, authority.key(), weights_hash], program_id)
             .ok_or(CurtaError::ModelAddressMismatch)?;
