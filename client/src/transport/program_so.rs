@@ -19,14 +19,14 @@ pub struct ProgramSo {
 }
 
 impl ProgramSo {
-    /// Where the binary is looked for, in order: `$CURTA_PROGRAM_SO`, then `curta_program.so`
-    /// in `$SBF_OUT_DIR` or `$BPF_OUT_DIR` (cargo build-sbf's convention), then this
-    /// workspace's `target/deploy/` (scripts/build-sbf).
+    /// Where the binary is looked for: `$CURTA_PROGRAM_SO` alone when it is set; otherwise, in
+    /// order, `curta_program.so` in `$SBF_OUT_DIR` or `$BPF_OUT_DIR` (cargo build-sbf's
+    /// convention), then this workspace's `target/deploy/` (scripts/build-sbf).
     pub fn candidates() -> Vec<PathBuf> {
-        let mut out = vec![];
         if let Some(path) = std::env::var_os("CURTA_PROGRAM_SO") {
-            out.push(PathBuf::from(path));
+            return vec![PathBuf::from(path)];
         }
+        let mut out = vec![];
         for var in ["SBF_OUT_DIR", "BPF_OUT_DIR"] {
             if let Some(dir) = std::env::var_os(var) {
                 out.push(PathBuf::from(dir).join(PROGRAM_SO));
@@ -42,7 +42,11 @@ impl ProgramSo {
 
     /// The first candidate that exists, read; a clear error naming what to run otherwise.
     pub fn find() -> Result<ProgramSo, String> {
-        let candidates = ProgramSo::candidates();
+        ProgramSo::find_in(&ProgramSo::candidates())
+    }
+
+    /// The first of `candidates` that exists, read.
+    pub fn find_in(candidates: &[PathBuf]) -> Result<ProgramSo, String> {
         let path = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
             let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
             format!(
