@@ -151,7 +151,7 @@ async fn compute_units_of_every_instruction() {
         let units = table
             .measure(
                 &mut bank,
-                &format!("Seal chunk 0 ({n}-section header)"),
+                &format!("Seal chunk 0 ({n}-section header), before Reopen"),
                 &[start(0)],
                 &[&a],
             )
