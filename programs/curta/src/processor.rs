@@ -6,6 +6,9 @@
 //! The functions returning `ProgramResult` are `#[inline(always)]`: the SBF route's LLVM 19
 //! BPF backend cannot return a two-register value (scripts/build-sbf), and the entrypoint is
 //! one function either way.
+//!
+//! Off chain this module compiles (type checks, clippy) but is not run: pinocchio's CPI and
+//! syscalls do nothing there. Every test runs the SBF binary in the VM.
 
 use pinocchio::account_info::AccountInfo;
 use pinocchio::instruction::{AccountMeta, Instruction, Seed, Signer};
