@@ -1,4 +1,4 @@
-//! The Curta program on solana-program-test, as a native processor: the life cycle on the real
+//! The Curta program's SBF binary in solana-program-test's VM: the life cycle on the real
 //! stories260K artifact, the largest weight account, a mismatch and its repair, the attack
 //! suite, rent and instruction data. One test binary (each links solana-program-test).
 
@@ -37,3 +37,9 @@ mod many_sections;
 
 #[path = "program/attacks_more.rs"]
 mod attacks_more;
+
+#[path = "program/compute_units.rs"]
+mod compute_units;
+
+#[path = "program/elf.rs"]
+mod elf;

@@ -24,10 +24,10 @@ pub const TOK512: &[u8] =
     include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/tok512.bin"));
 
 /// A fresh bank and a funded authority for a rehearsal.
-pub async fn rehearsal_bank() -> (BankTransport, Keypair) {
+pub async fn rehearsal_bank() -> Result<(BankTransport, Keypair), Error> {
     let authority = Keypair::new();
-    let bank = BankTransport::start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await;
-    (bank, authority)
+    let bank = BankTransport::try_start(&[(authority.pubkey(), REHEARSAL_FUNDS)]).await?;
+    Ok((bank, authority))
 }
 
 /// Publishes and seals `file` on a fresh in-process bank running the program at
@@ -44,7 +44,8 @@ pub async fn rehearse(
     let artifact = LocalArtifact::decode(file)?;
     let throwaway = Keypair::new();
     let authority = authority.unwrap_or(&throwaway);
-    let bank = BankTransport::start_at(&[(authority.pubkey(), REHEARSAL_FUNDS)], *program_id).await;
+    let bank =
+        BankTransport::try_start_at(&[(authority.pubkey(), REHEARSAL_FUNDS)], *program_id).await?;
     let mut report = publish_artifact(&bank, authority, &artifact, true, options).await?;
     report.command = "rehearse";
     Ok(report)
@@ -66,7 +67,7 @@ pub async fn demo(options: &Options) -> Result<Demo, Error> {
             error,
         })?;
     let convert_seconds = started.elapsed().as_secs_f64();
-    let (bank, authority) = rehearsal_bank().await;
+    let (bank, authority) = rehearsal_bank().await?;
     let mut report = publish(&bank, &authority, &artifact, true, options).await?;
     report.command = "demo";
     let verification = verify(&bank, &report.model, &artifact).await?;

@@ -5,6 +5,7 @@
 //! uses exactly that part. With `std` it also has the converter from llama2.c files.
 #![cfg_attr(not(feature = "std"), no_std)]
 
+mod declared;
 mod decode;
 mod error;
 mod hash;
@@ -15,6 +16,7 @@ mod metadata;
 #[cfg(feature = "std")]
 pub mod convert;
 
+pub use declared::DeclaredError;
 pub use decode::{decode, Artifact, Matrix, Row};
 pub use error::FormatError;
 pub use hash::{chain_chunk, chunk_count, total_chunks, weights_hash, WeightsHasher};

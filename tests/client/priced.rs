@@ -18,8 +18,8 @@ use std::sync::Mutex;
 const PRICE: u64 = 12_345;
 /// The fixed limits of Writes and Seals, which cannot be simulated before their accounts
 /// exist (docs/client.md): a fresh publish sends them.
-const WRITE_LIMIT: u32 = 20_000;
-const SEAL_LIMIT: u32 = 50_000;
+const WRITE_LIMIT: u32 = 2_000;
+const SEAL_LIMIT: u32 = 110_000;
 
 /// SetComputeUnitLimit: tag 2, then the u32 limit little-endian (the compute-budget program's
 /// borsh layout).

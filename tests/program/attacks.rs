@@ -638,8 +638,17 @@ async fn create_and_reopen_attacks() {
         &w,
     )
     .await;
+    // Section zero shorter than the header a seal checks: it could never seal.
     bank.refused(
-        &[unsigned(create(&[100, 100]), 0)],
+        &[create(&[4_095, 100])],
+        &[&a],
+        0,
+        err(SectionZeroTooShort),
+        &w,
+    )
+    .await;
+    bank.refused(
+        &[unsigned(create(&[4_096, 100]), 0)],
         &[],
         0,
         InstructionError::MissingRequiredSignature,
@@ -647,19 +656,19 @@ async fn create_and_reopen_attacks() {
     )
     .await;
     // Another address than the PDA, the PDA of another hash, another authority's PDA.
-    let mut elsewhere = create(&[100, 100]);
+    let mut elsewhere = create(&[4_096, 100]);
     elsewhere.accounts[1] = AccountMeta::new(Pubkey::new_unique(), false);
     bank.refused(&[elsewhere], &[&a], 0, err(ModelAddressMismatch), &w)
         .await;
-    let mut other_hash = create(&[100, 100]);
+    let mut other_hash = create(&[4_096, 100]);
     other_hash.accounts[1].pubkey = state::model_address(&PROGRAM, &me, &[8; 32]).0;
     bank.refused(&[other_hash], &[&a], 0, err(ModelAddressMismatch), &w)
         .await;
-    let mut theirs = create(&[100, 100]);
+    let mut theirs = create(&[4_096, 100]);
     theirs.accounts[1].pubkey = state::model_address(&PROGRAM, &m.pubkey(), &hash).0;
     bank.refused(&[theirs], &[&a], 0, err(ModelAddressMismatch), &w)
         .await;
-    let mut fake_system = create(&[100, 100]);
+    let mut fake_system = create(&[4_096, 100]);
     fake_system.accounts[2].pubkey = Pubkey::new_unique();
     bank.refused(
         &[fake_system],

@@ -84,6 +84,16 @@ impl Bank {
         instructions: &[Instruction],
         signers: &[&Keypair],
     ) -> (Result<(), TransactionError>, Vec<String>) {
+        let (result, logs, _) = self.send_metered(instructions, signers).await;
+        (result, logs)
+    }
+
+    /// The same, with the compute units the transaction consumed in the VM.
+    pub async fn send_metered(
+        &mut self,
+        instructions: &[Instruction],
+        signers: &[&Keypair],
+    ) -> (Result<(), TransactionError>, Vec<String>, u64) {
         self.ctx.last_blockhash = self.ctx.banks_client.get_latest_blockhash().await.unwrap();
         let mut tx = self.transaction(instructions, signers);
         // A transaction identical to one already sent (e.g. a refused one retried) would be
@@ -98,8 +108,11 @@ impl Bank {
             .process_transaction_with_metadata(tx)
             .await
             .unwrap();
-        let logs = outcome.metadata.map(|m| m.log_messages).unwrap_or_default();
-        (outcome.result, logs)
+        let (logs, units) = outcome
+            .metadata
+            .map(|m| (m.log_messages, m.compute_units_consumed))
+            .unwrap_or_default();
+        (outcome.result, logs, units)
     }
 
     pub fn transaction(&self, instructions: &[Instruction], signers: &[&Keypair]) -> Transaction {

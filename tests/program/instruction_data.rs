@@ -216,3 +216,39 @@ async fn bank_refuses_garbage_truncated_and_over_long_data() {
     bank.send(&[write], &[&a]).await.unwrap();
     bank.send(&[seal], &[&a]).await.unwrap();
 }
+
+#[tokio::test]
+async fn write_declaring_a_million_bytes_is_refused_before_any_allocation() {
+    // The SBF program has no heap at all (it would abort on the first allocation), so the
+    // named error proves the count is checked against the bytes present before anything else.
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let p = written(&mut bank, tiny_sections(10_000, 32)).await;
+    let w = p.accounts();
+    let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, 0, &[7; 16]);
+    let mut data = write.data.clone();
+    data[5..9].copy_from_slice(&1_000_000u32.to_le_bytes());
+    assert_eq!(data.len(), 9 + 16);
+    let (result, logs, units) = bank
+        .send_metered(&[Instruction { data, ..write }], &[&a])
+        .await;
+    assert_eq!(
+        result,
+        Err(solana_sdk::transaction::TransactionError::InstructionError(
+            0,
+            InstructionError::InvalidInstructionData
+        )),
+        "{logs:#?}"
+    );
+    assert!(
+        logs.iter()
+            .all(|l| !l.contains("panicked") && !l.contains("memory")),
+        "{logs:#?}"
+    );
+    assert!(units < 1_000, "refused at once: {units} CU");
+    let after = bank.snapshot(&w).await;
+    assert_eq!(
+        after[2].as_ref().unwrap().data[2048..2064],
+        p.sections[1][..16]
+    );
+}

@@ -118,6 +118,7 @@ fn error_codes() {
         (27, CurtaError::Overflow),
         (28, CurtaError::SealStartNeedsAuthority),
         (29, CurtaError::UnrecognizedWeightAccount),
+        (30, CurtaError::SectionZeroTooShort),
     ];
     for (code, e) in pinned {
         assert_eq!(e as u32, code);
@@ -127,8 +128,8 @@ fn error_codes() {
         assert_eq!(CurtaError::try_from(e as u32), Ok(e));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(CurtaError::ALL.len(), 30);
-    assert_eq!(CurtaError::try_from(30), Err(30));
+    assert_eq!(CurtaError::ALL.len(), 31);
+    assert_eq!(CurtaError::try_from(31), Err(31));
     assert_eq!(CurtaError::try_from(u32::MAX), Err(u32::MAX));
 }
 

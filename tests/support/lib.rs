@@ -1,4 +1,4 @@
-//! Shared helpers for the integration tests: the bank with the program as a native processor,
+//! Shared helpers for the integration tests: the bank running the program's SBF binary,
 //! the real stories260K artifact, a small hand-built artifact, a seeded generator and an
 //! independent SHA-256 chain.
 
@@ -6,10 +6,23 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
-use solana_program_test::{processor, ProgramTest};
+use solana_program_test::ProgramTest;
 
-/// A bank with the Curta program loaded as a native processor (no SBF build exists here).
-/// The bank's own debug log (every instruction) is silenced unless RUST_LOG asks for it.
+/// The program's SBF binary every test bank runs (scripts/build-sbf builds it; see
+/// `curta_client::transport::ProgramSo::find` for where it is looked for). There is no native
+/// processor to fall back to: without the binary the tests stop here, saying what to run.
+pub fn program_so() -> &'static curta_client::transport::ProgramSo {
+    static SO: OnceLock<curta_client::transport::ProgramSo> = OnceLock::new();
+    SO.get_or_init(|| {
+        let so = curta_client::transport::ProgramSo::find().unwrap_or_else(|e| panic!("{e}"));
+        eprintln!("curta-tests: running {}", so.describe());
+        so
+    })
+}
+
+/// A bank with the Curta program's SBF binary loaded at `curta_program::id()`, run in the VM
+/// with compute metering. The bank's own debug log (every instruction) is silenced unless
+/// RUST_LOG asks for it.
 pub fn program_test() -> ProgramTest {
     static QUIET: std::sync::Once = std::sync::Once::new();
     QUIET.call_once(|| {
@@ -18,12 +31,8 @@ pub fn program_test() -> ProgramTest {
             std::env::set_var("RUST_LOG", "error");
         }
     });
-    let mut test = ProgramTest::new(
-        "curta_program",
-        curta_program::id(),
-        processor!(curta_program::processor::process_instruction),
-    );
-    test.prefer_bpf(false);
+    let mut test = ProgramTest::default();
+    program_so().add_to(&mut test, curta_program::id());
     test
 }
 

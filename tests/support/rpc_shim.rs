@@ -51,7 +51,7 @@ use solana_commitment_config::CommitmentLevel;
 use solana_hash::Hash;
 use solana_keypair::Keypair;
 use solana_message::{Message, VersionedMessage};
-use solana_program_test::{processor, BanksClient, BanksClientError, ProgramTest};
+use solana_program_test::{BanksClient, BanksClientError, ProgramTest};
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
@@ -138,12 +138,11 @@ impl RpcShim {
         if std::env::var_os("RUST_LOG").is_none() {
             std::env::set_var("RUST_LOG", "error");
         }
-        let mut test = ProgramTest::new(
-            "curta_program",
-            curta_program::id(),
-            processor!(curta_program::processor::process_instruction),
-        );
-        test.prefer_bpf(false);
+        // The program's SBF binary (this file is also compiled into the client's tests, so it
+        // loads the binary itself rather than through curta_tests::program_test).
+        let so = curta_client::transport::ProgramSo::find().unwrap_or_else(|e| panic!("{e}"));
+        let mut test = ProgramTest::default();
+        so.add_to(&mut test, curta_program::id());
         for (address, account) in accounts {
             test.add_account(*address, account.clone());
         }

@@ -1,5 +1,7 @@
-//! The in-process transport: a solana-program-test bank running the real program natively.
+//! The in-process transport: a solana-program-test bank running the program's SBF binary in
+//! its VM ([`ProgramSo`]).
 
+use super::ProgramSo;
 use super::{Profile, Simulation, Transport, TxStatus};
 use crate::Error;
 use solana_account::{Account, AccountSharedData};
@@ -7,7 +9,7 @@ use solana_commitment_config::CommitmentLevel;
 use solana_hash::Hash;
 use solana_keypair::Keypair;
 use solana_message::Message;
-use solana_program_test::{processor, BanksClient, ProgramTest, ProgramTestContext};
+use solana_program_test::{BanksClient, ProgramTest, ProgramTestContext};
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
@@ -36,6 +38,8 @@ pub struct BankTransport {
     finished: std::sync::Arc<tokio::sync::Notify>,
     /// Transactions handed to the bank that have not finished executing.
     executing: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The binary the bank runs ([`ProgramSo::describe`]).
+    program: String,
 }
 
 fn bank_error(err: impl std::fmt::Display) -> Error {
@@ -44,19 +48,33 @@ fn bank_error(err: impl std::fmt::Display) -> Error {
 
 impl BankTransport {
     /// Starts a bank with the program at its default id; each `(address, lamports)` becomes a
-    /// system account at genesis.
+    /// system account at genesis. Panics when the SBF binary is not built (tests); commands
+    /// use [`BankTransport::try_start_at`].
     pub async fn start(funded: &[(Pubkey, u64)]) -> BankTransport {
         BankTransport::start_at(funded, curta_program::id()).await
     }
 
-    /// Starts a bank with the program loaded at `program_id`.
+    /// [`BankTransport::start`] with the program loaded at `program_id`.
     pub async fn start_at(funded: &[(Pubkey, u64)], program_id: Pubkey) -> BankTransport {
-        let mut test = ProgramTest::new(
-            "curta_program",
-            program_id,
-            processor!(curta_program::processor::process_instruction),
-        );
-        test.prefer_bpf(false);
+        BankTransport::try_start_at(funded, program_id)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Starts a bank running the program's SBF binary ([`ProgramSo::find`]) at its default id.
+    pub async fn try_start(funded: &[(Pubkey, u64)]) -> Result<BankTransport, Error> {
+        BankTransport::try_start_at(funded, curta_program::id()).await
+    }
+
+    /// Starts a bank running the program's SBF binary at `program_id`; each
+    /// `(address, lamports)` becomes a system account at genesis.
+    pub async fn try_start_at(
+        funded: &[(Pubkey, u64)],
+        program_id: Pubkey,
+    ) -> Result<BankTransport, Error> {
+        let so = ProgramSo::find().map_err(Error::Transport)?;
+        let mut test = ProgramTest::default();
+        so.add_to(&mut test, program_id);
         for (address, lamports) in funded {
             test.add_account(
                 *address,
@@ -66,7 +84,7 @@ impl BankTransport {
         let context = test.start_with_context().await;
         let mint_address = context.payer.pubkey();
         let checked = Mutex::new((Hash::default(), Instant::now()));
-        BankTransport {
+        Ok(BankTransport {
             client: context.banks_client.clone(),
             context: Mutex::new(context),
             mint_address,
@@ -74,7 +92,8 @@ impl BankTransport {
             checked,
             finished: Default::default(),
             executing: Default::default(),
-        }
+            program: so.describe(),
+        })
     }
 
     /// The genesis mint of the bank: a keypair holding about 1,000,000 SOL.
@@ -133,7 +152,7 @@ impl BankTransport {
 
 impl Transport for BankTransport {
     fn describe(&self) -> String {
-        "in-process bank".to_string()
+        format!("in-process bank, program {}", self.program)
     }
 
     fn program_id(&self) -> Pubkey {

@@ -1,14 +1,12 @@
-//! The program entrypoint (absent with the `no-entrypoint` feature).
+//! The program entrypoint (SBF builds without the `no-entrypoint` feature): pinocchio's, with
+//! no heap (nothing allocates) and its no_std panic handler.
 
-// The entrypoint macro's heap and panic handlers refer to `std` on the host.
-extern crate std;
+use crate::state::MAX_SECTIONS;
 
-solana_program_entrypoint::entrypoint!(process_instruction);
+/// One account more than any instruction takes (Close: 3 + 18). A transaction with more
+/// accounts still shows this many, so every instruction's account count check refuses it.
+const MAX_ACCOUNTS: usize = 3 + MAX_SECTIONS + 1;
 
-fn process_instruction(
-    program_id: &solana_pubkey::Pubkey,
-    accounts: &[solana_account_info::AccountInfo],
-    instruction_data: &[u8],
-) -> solana_program_error::ProgramResult {
-    crate::processor::process_instruction(program_id, accounts, instruction_data)
-}
+pinocchio::program_entrypoint!(crate::processor::process_instruction, MAX_ACCOUNTS);
+pinocchio::no_allocator!();
+pinocchio::nostd_panic_handler!();

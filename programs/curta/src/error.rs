@@ -1,8 +1,6 @@
 //! The program's errors. Each is returned as `ProgramError::Custom(code)`, code = the variant's
 //! discriminant below (stable: clients print errors by name through `TryFrom<u32>`).
 
-use solana_program_error::ProgramError;
-
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CurtaError {
@@ -66,11 +64,13 @@ pub enum CurtaError {
     SealStartNeedsAuthority = 28,
     #[error("account at a weight address holds neither a zero header nor a valid weight header")]
     UnrecognizedWeightAccount = 29,
+    #[error("section zero must hold at least the 4,096-byte header")]
+    SectionZeroTooShort = 30,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 30] = [
+    pub const ALL: [CurtaError; 31] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -101,12 +101,20 @@ impl CurtaError {
         CurtaError::Overflow,
         CurtaError::SealStartNeedsAuthority,
         CurtaError::UnrecognizedWeightAccount,
+        CurtaError::SectionZeroTooShort,
     ];
 }
 
-impl From<CurtaError> for ProgramError {
+impl From<CurtaError> for pinocchio::program_error::ProgramError {
     fn from(e: CurtaError) -> Self {
-        ProgramError::Custom(e as u32)
+        pinocchio::program_error::ProgramError::Custom(e as u32)
+    }
+}
+
+#[cfg(not(target_os = "solana"))]
+impl From<CurtaError> for solana_program_error::ProgramError {
+    fn from(e: CurtaError) -> Self {
+        solana_program_error::ProgramError::Custom(e as u32)
     }
 }
 

@@ -1,60 +1,68 @@
 //! Instruction processing: one function per instruction. Every account's owner, signer,
 //! writability, size and address is checked before anything is written, and every check comes
 //! before the first write, so a failed instruction changes nothing (the runtime also rolls back).
+//! Nothing is allocated: accounts and instruction data are read and written in place.
+//!
+//! The functions returning `ProgramResult` are `#[inline(always)]`: the SBF route's LLVM 19
+//! BPF backend cannot return a two-register value (scripts/build-sbf), and the entrypoint is
+//! one function either way.
+//!
+//! Off chain this module compiles (type checks, clippy) but is not run: pinocchio's CPI and
+//! syscalls do nothing there. Every test runs the SBF binary in the VM.
 
-use solana_account_info::AccountInfo;
-use solana_instruction::Instruction;
-use solana_program_error::{ProgramError, ProgramResult};
-use solana_pubkey::Pubkey;
-use solana_rent::Rent;
-use solana_sha256_hasher::hashv;
-use solana_system_interface::{instruction as system_instruction, program as system_program};
+use pinocchio::account_info::AccountInfo;
+use pinocchio::instruction::{AccountMeta, Instruction, Seed, Signer};
+use pinocchio::program_error::ProgramError;
+use pinocchio::pubkey::{self, Pubkey};
+use pinocchio::ProgramResult;
 
 use crate::error::CurtaError;
-use crate::instruction::CurtaInstruction;
+use crate::instruction::InstructionData;
 use crate::state::{
-    weight_address, Model, ModelState, WeightHeader, MAX_SECTIONS, MIN_SECTIONS, MODEL_LEN,
-    MODEL_SEED, WEIGHT_HEADER_LEN,
+    all_zero, header_is_zero, same_address, set_frozen, weight_seed_bytes, write_weight_header,
+    ModelAccount, ModelState, WeightFields, MAX_SECTIONS, MIN_SECTIONS, MODEL_LEN, MODEL_SEED,
+    WEIGHT_HEADER_LEN,
 };
 
-/// `msg!` on SBF. On the host, solana-msg prints to stdout, so the log goes to the syscall
-/// stubs instead, where solana-program-test's bank records it with the transaction.
-macro_rules! log {
-    ($($arg:tt)*) => {{
-        #[cfg(target_os = "solana")]
-        solana_msg::msg!($($arg)*);
-        #[cfg(not(target_os = "solana"))]
-        solana_sysvar::program_stubs::sol_log(&alloc::format!($($arg)*));
-    }};
-}
+/// An address at an 8-byte aligned place.
+#[repr(C, align(8))]
+struct Aligned(Pubkey);
 
+/// The system program's id (all zeros: `all_zero` compares an owner with it).
+const SYSTEM_PROGRAM: Pubkey = [0; 32];
+
+#[inline(always)]
 pub fn process_instruction(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
     data: &[u8],
 ) -> ProgramResult {
-    match CurtaInstruction::unpack(data)? {
-        CurtaInstruction::CreateModel {
+    // The runtime places the program id after the instruction data, at any alignment: an
+    // aligned copy makes every owner check a word-wise `same_address`.
+    let program_id = &Aligned(*program_id).0;
+    match InstructionData::parse(data).ok_or(ProgramError::InvalidInstructionData)? {
+        InstructionData::CreateModel {
             weights_hash,
             section_lengths,
-        } => process_create_model(program_id, accounts, &weights_hash, &section_lengths),
-        CurtaInstruction::InitWeightAccount { section } => {
+        } => process_create_model(program_id, accounts, weights_hash, section_lengths),
+        InstructionData::InitWeightAccount { section } => {
             process_init_weight_account(program_id, accounts, section)
         }
-        CurtaInstruction::Write { offset, bytes } => {
-            process_write(program_id, accounts, offset, &bytes)
+        InstructionData::Write { offset, bytes } => {
+            process_write(program_id, accounts, offset, bytes)
         }
-        CurtaInstruction::Seal { pass, chunk } => process_seal(program_id, accounts, pass, chunk),
-        CurtaInstruction::Reopen => process_reopen(program_id, accounts),
-        CurtaInstruction::Close => process_close(program_id, accounts),
+        InstructionData::Seal { pass, chunk } => process_seal(program_id, accounts, pass, chunk),
+        InstructionData::Reopen => process_reopen(program_id, accounts),
+        InstructionData::Close => process_close(program_id, accounts),
     }
 }
 
+#[inline(always)]
 fn process_create_model(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
     weights_hash: &[u8; 32],
-    section_lengths: &[u32],
+    section_lengths: &[u8],
 ) -> ProgramResult {
     let [authority, model_info, system] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
@@ -62,87 +70,75 @@ fn process_create_model(
     signer(authority)?;
     writable(authority)?;
     writable(model_info)?;
-    if system.key != &system_program::ID {
+    if !all_zero(system.key()) {
         return Err(ProgramError::IncorrectProgramId);
     }
-    if !(MIN_SECTIONS..=MAX_SECTIONS).contains(&section_lengths.len()) {
+    let count = section_lengths.len() / 4;
+    if !(MIN_SECTIONS..=MAX_SECTIONS).contains(&count) {
         return Err(CurtaError::InvalidSectionCount.into());
     }
-    let mut total_chunks = 0u32;
-    for &length in section_lengths {
-        if length == 0 || length as usize > curta_core::MAX_SECTION_LEN {
-            return Err(CurtaError::InvalidSectionLength.into());
-        }
-        // At most 18 x 160 chunks: no overflow.
-        total_chunks += curta_core::chunk_count(length as u64) as u32;
+    let mut declared = [0u32; MAX_SECTIONS];
+    for (length, word) in declared.iter_mut().zip(section_lengths.chunks_exact(4)) {
+        *length = curta_core::le::u32_at(word, 0);
     }
-    let seeds: &[&[u8]] = &[MODEL_SEED, authority.key.as_ref(), weights_hash];
-    let (address, bump) = Pubkey::try_find_program_address(seeds, program_id)
-        .ok_or(CurtaError::ModelAddressMismatch)?;
-    if model_info.key != &address {
+    let lengths = &declared[..count];
+    if lengths
+        .iter()
+        .any(|&length| length == 0 || length as usize > curta_core::MAX_SECTION_LEN)
+    {
+        return Err(CurtaError::InvalidSectionLength.into());
+    }
+    // Section zero holds the header the seal of chunk 0 checks: shorter, it could never seal.
+    if (lengths[0] as usize) < curta_core::HEADER_LEN {
+        return Err(CurtaError::SectionZeroTooShort.into());
+    }
+    let total_chunks = curta_core::total_chunks(lengths);
+    let (address, bump) =
+        pubkey::try_find_program_address(&[MODEL_SEED, authority.key(), weights_hash], program_id)
+            .ok_or(CurtaError::ModelAddressMismatch)?;
+    if !same_address(model_info.key(), &address) {
         return Err(CurtaError::ModelAddressMismatch.into());
     }
-    if model_info.owner == program_id {
+    if same_address(model_info.owner(), program_id) {
         return Err(CurtaError::AlreadyInitialized.into());
     }
-    if model_info.owner != &system_program::ID || !model_info.data_is_empty() {
+    if !all_zero(model_info.owner()) || !model_info.data_is_empty() {
         return Err(CurtaError::WrongOwner.into());
     }
 
-    let lamports = rent()?.minimum_balance(MODEL_LEN);
+    let lamports = minimum_balance(MODEL_LEN)?;
     let bump_seed = [bump];
-    let signer_seeds: &[&[u8]] = &[MODEL_SEED, authority.key.as_ref(), weights_hash, &bump_seed];
-    let infos = [authority.clone(), model_info.clone(), system.clone()];
+    let seeds = [
+        Seed::from(MODEL_SEED),
+        Seed::from(authority.key()),
+        Seed::from(weights_hash),
+        Seed::from(&bump_seed),
+    ];
+    let model_signer = [Signer::from(&seeds)];
     if model_info.lamports() == 0 {
-        let create = system_instruction::create_account(
-            authority.key,
-            model_info.key,
-            lamports,
-            MODEL_LEN as u64,
-            program_id,
-        );
-        invoke_signed(&create, &infos, &[signer_seeds])?;
+        system::create_account(authority, model_info, lamports, MODEL_LEN, program_id)
+            .invoke(&model_signer)?;
     } else {
         // Someone sent lamports to the address first: top it up, then allocate and assign.
         let shortfall = lamports.saturating_sub(model_info.lamports());
         if shortfall > 0 {
-            invoke_signed(
-                &system_instruction::transfer(authority.key, model_info.key, shortfall),
-                &infos,
-                &[],
-            )?;
+            system::transfer(authority, model_info, shortfall).invoke(&[])?;
         }
-        invoke_signed(
-            &system_instruction::allocate(model_info.key, MODEL_LEN as u64),
-            &infos,
-            &[signer_seeds],
-        )?;
-        invoke_signed(
-            &system_instruction::assign(model_info.key, program_id),
-            &infos,
-            &[signer_seeds],
-        )?;
+        system::allocate(model_info, MODEL_LEN).invoke(&model_signer)?;
+        system::assign(model_info, program_id).invoke(&model_signer)?;
     }
-
-    let mut section_table = [0u32; MAX_SECTIONS];
-    section_table[..section_lengths.len()].copy_from_slice(section_lengths);
-    let model = Model {
-        state: ModelState::Open,
+    ModelAccount::create(
+        &mut model_info.try_borrow_mut_data()?,
         bump,
-        section_count: section_lengths.len() as u8,
-        seal_pass: 0,
-        authority: *authority.key,
-        weights_hash: *weights_hash,
-        running_hash: [0; 32],
-        seal_cursor: 0,
+        authority.key(),
+        weights_hash,
+        section_lengths,
         total_chunks,
-        config: curta_core::Config::default(),
-        section_lengths: section_table,
-        weight_accounts: [Pubkey::default(); MAX_SECTIONS],
-    };
-    store_model(model_info, &model)
+    )?;
+    Ok(())
 }
 
+#[inline(always)]
 fn process_init_weight_account(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
@@ -151,50 +147,47 @@ fn process_init_weight_account(
     let [model_info, weight_info, authority] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
     };
-    signer(authority)?;
     writable(model_info)?;
     writable(weight_info)?;
-    let mut model = load_model(program_id, model_info)?;
-    if model.authority != *authority.key {
-        return Err(CurtaError::Unauthorized.into());
-    }
-    open(&model)?;
-    if section >= model.section_count {
+    let mut model_data = owned_data(model_info, program_id)?;
+    let mut model = ModelAccount::new(&mut model_data)?;
+    authority_signs(model.authority(), authority)?;
+    model.state().require(&[ModelState::Open])?;
+    let index = section as usize;
+    if index >= model.section_count() {
         return Err(CurtaError::SectionOutOfRange.into());
     }
-    let index = section as usize;
-    if model.weight_accounts[index] != Pubkey::default() {
+    if !all_zero(model.weight_account(index)) {
         return Err(CurtaError::AlreadyInitialized.into());
     }
     owned(weight_info, program_id)?;
-    if *weight_info.key != weight_address(program_id, authority.key, model_info.key, section) {
+    let expected = weight_address(program_id, authority.key(), model_info.key(), section)?;
+    if !same_address(weight_info.key(), &expected) {
         return Err(CurtaError::WeightAddressMismatch.into());
     }
-    let length = model.section_lengths[index];
+    let length = model.section_length(index);
     if weight_info.data_len() != WEIGHT_HEADER_LEN + length as usize {
         return Err(CurtaError::WeightSizeMismatch.into());
     }
-    if weight_info.lamports() < rent()?.minimum_balance(weight_info.data_len()) {
+    if weight_info.lamports() < minimum_balance(weight_info.data_len())? {
         return Err(CurtaError::NotRentExempt.into());
     }
-    {
-        let mut data = weight_info.try_borrow_mut_data()?;
-        if data[..WEIGHT_HEADER_LEN].iter().any(|&b| b != 0) {
-            return Err(CurtaError::AlreadyInitialized.into());
-        }
-        let header = WeightHeader {
-            frozen: false,
-            section: section as u16,
-            length,
-            model: *model_info.key,
-            authority: *authority.key,
-        };
-        header.pack(&mut data);
+    let mut data = weight_info.try_borrow_mut_data()?;
+    if !header_is_zero(&data) {
+        return Err(CurtaError::AlreadyInitialized.into());
     }
-    model.weight_accounts[index] = *weight_info.key;
-    store_model(model_info, &model)
+    write_weight_header(
+        &mut data,
+        section as u16,
+        length,
+        model_info.key(),
+        authority.key(),
+    );
+    model.set_weight_account(index, weight_info.key());
+    Ok(())
 }
 
+#[inline(always)]
 fn process_write(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
@@ -205,13 +198,9 @@ fn process_write(
         return Err(CurtaError::WrongAccountCount.into());
     };
     writable(weight_info)?;
-    owned(weight_info, program_id)?;
-    let mut data = weight_info.try_borrow_mut_data()?;
-    let header = WeightHeader::unpack(&data)?;
-    if header.authority != *authority.key {
-        return Err(CurtaError::Unauthorized.into());
-    }
-    signer(authority)?;
+    let mut data = owned_data(weight_info, program_id)?;
+    let header = WeightFields::parse(&data)?;
+    authority_signs(header.authority, authority)?;
     if header.frozen {
         return Err(CurtaError::SectionFrozen.into());
     }
@@ -226,6 +215,9 @@ fn process_write(
     Ok(())
 }
 
+/// Seal: check the chunk against the model's pass and cursor, begin the pass at chunk 0 (the
+/// header check), then hash the chunk.
+#[inline(always)]
 fn process_seal(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
@@ -242,183 +234,183 @@ fn process_seal(
     };
     writable(model_info)?;
     writable(weight_info)?;
-    let mut model = load_model(program_id, model_info)?;
+    let mut model_data = owned_data(model_info, program_id)?;
+    let mut model = ModelAccount::new(&mut model_data)?;
     if let Some(authority) = authority {
-        if model.authority != *authority.key {
-            return Err(CurtaError::Unauthorized.into());
-        }
-        signer(authority)?;
+        authority_signs(model.authority(), authority)?;
     }
-    match model.state {
-        ModelState::Open | ModelState::Sealing => {}
-        ModelState::Sealed => return Err(CurtaError::ModelSealed.into()),
-        ModelState::Mismatch => return Err(CurtaError::WrongState.into()),
-    }
-    if model.weights().contains(&Pubkey::default()) {
+    model
+        .state()
+        .require(&[ModelState::Open, ModelState::Sealing])?;
+    // Sealing is reached only by a chunk 0 that found every account bound, and no account is
+    // bound outside Open: only an Open model can lack one.
+    if model.state() == ModelState::Open && !model.all_weights_bound() {
         return Err(CurtaError::WeightAccountsMissing.into());
     }
-    if pass != model.seal_pass {
+    if pass != model.seal_pass() {
         return Err(CurtaError::StalePass.into());
     }
-    if chunk != model.seal_cursor {
+    if chunk != model.seal_cursor() {
         return Err(CurtaError::UnexpectedChunk.into());
     }
-    let (section, chunk_in_section) = model
-        .locate_chunk(chunk)
-        .ok_or(CurtaError::UnexpectedChunk)?;
-    owned(weight_info, program_id)?;
-    let mut data = weight_info.try_borrow_mut_data()?;
-    let header = WeightHeader::unpack(&data)?;
-    if header.model != *model_info.key {
-        return Err(CurtaError::WrongModel.into());
+    let (section, chunk_in_section) =
+        crate::state::locate_chunk(model.sections(), chunk).ok_or(CurtaError::UnexpectedChunk)?;
+    if same_address(weight_info.key(), model_info.key()) {
+        // The model's own data (borrowed above) holds no weight header.
+        return Err(CurtaError::NotInitialized.into());
     }
-    if header.section as usize != section {
-        return Err(CurtaError::WrongSection.into());
-    }
-    if *weight_info.key != model.weight_accounts[section]
-        || header.length != model.section_lengths[section]
-    {
-        return Err(CurtaError::WeightAddressMismatch.into());
-    }
+    let mut data = owned_data(weight_info, program_id)?;
+    let header = WeightFields::parse(&data)?;
+    header.belongs_to(
+        model_info.key(),
+        section,
+        model.section_length(section),
+        model.weight_account(section),
+        weight_info.key(),
+    )?;
+    let length = header.length as usize;
 
     if chunk_in_section == 0 {
         if section == 0 {
-            let metadata =
-                curta_core::Metadata::parse(&data[WEIGHT_HEADER_LEN..]).map_err(|e| {
-                    log!("section zero: {}", e);
-                    match e {
-                        // Section zero's own table entry differs from its declared length.
-                        curta_core::FormatError::SectionZeroLength { .. } => {
-                            CurtaError::SectionTableMismatch
-                        }
-                        _ => CurtaError::InvalidSectionZero,
-                    }
-                })?;
-            let declared = model.sections();
-            if metadata.section_count() != declared.len() {
-                log!(
-                    "section table: {} sections, declared {}",
-                    metadata.section_count(),
-                    declared.len()
-                );
-                return Err(CurtaError::SectionTableMismatch.into());
-            }
-            for (section, (entry, &length)) in metadata.sections().zip(declared).enumerate() {
-                if entry.length != length as u64 {
-                    log!(
-                        "section table: section {} is {} bytes, declared {}",
-                        section,
-                        entry.length,
-                        length
-                    );
-                    return Err(CurtaError::SectionTableMismatch.into());
-                }
-            }
-            model.config = metadata.config();
-            model.state = ModelState::Sealing;
+            begin_pass(&mut model, &data[WEIGHT_HEADER_LEN..])?;
         }
         // Frozen before its first chunk is hashed: no hashed byte can change afterwards.
-        WeightHeader::set_frozen(&mut data, true);
+        set_frozen(&mut data, true);
     }
-
     let start = chunk_in_section as usize * curta_core::CHUNK_LEN;
-    let end = (start + curta_core::CHUNK_LEN).min(header.length as usize);
-    let bytes = &data[WEIGHT_HEADER_LEN + start..WEIGHT_HEADER_LEN + end];
-    model.running_hash = hashv(&[&model.running_hash, bytes]).to_bytes();
-    model.seal_cursor += 1;
-
-    if model.seal_cursor == model.total_chunks {
-        if model.running_hash == model.weights_hash {
-            model.state = ModelState::Sealed;
-            log!("sealed: weights hash {}", Hex(&model.weights_hash));
-        } else {
-            model.state = ModelState::Mismatch;
-            log!(
-                "mismatch: declared weights hash {}, computed {}",
-                Hex(&model.weights_hash),
-                Hex(&model.running_hash)
-            );
-        }
-    }
-    drop(data);
-    store_model(model_info, &model)
+    let end = (start + curta_core::CHUNK_LEN).min(length);
+    hash_chunk(
+        &mut model,
+        &data[WEIGHT_HEADER_LEN + start..WEIGHT_HEADER_LEN + end],
+    );
+    Ok(())
 }
 
+/// Chunk 0: section zero's header must be valid and its section table the declared lengths
+/// (curta-core's check); its config is stored and the model is Sealing.
+#[inline(always)]
+fn begin_pass(model: &mut ModelAccount, section_zero: &[u8]) -> ProgramResult {
+    let mut declared = [0u32; MAX_SECTIONS];
+    let count = model.section_count();
+    for (slot, length) in declared.iter_mut().zip(model.sections()) {
+        *slot = length;
+    }
+    let metadata =
+        curta_core::Metadata::parse_declared(section_zero, &declared[..count]).map_err(|e| {
+            log(format_args!("{e}"));
+            if e.is_table_mismatch() {
+                CurtaError::SectionTableMismatch
+            } else {
+                CurtaError::InvalidSectionZero
+            }
+        })?;
+    model.set_config(&metadata.config());
+    model.set_state(ModelState::Sealing);
+    Ok(())
+}
+
+/// running = SHA-256(running || chunk), the cursor advances; after the last chunk the model is
+/// Sealed (running = declared) or Mismatch.
+#[inline(always)]
+fn hash_chunk(model: &mut ModelAccount, chunk: &[u8]) {
+    chain_in_place(model.running_hash_mut(), chunk);
+    let cursor = model.seal_cursor() + 1;
+    model.set_seal_cursor(cursor);
+    if cursor == model.total_chunks() {
+        let running = *model.running_hash();
+        if same_address(model.running_hash(), model.weights_hash()) {
+            model.set_state(ModelState::Sealed);
+            log(format_args!("sealed: weights hash {}", Hex(&running)));
+        } else {
+            model.set_state(ModelState::Mismatch);
+            log(format_args!(
+                "mismatch: declared weights hash {}, computed {}",
+                Hex(model.weights_hash()),
+                Hex(&running)
+            ));
+        }
+    }
+}
+
+#[inline(always)]
 fn process_reopen(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult {
     let [model_info, authority, weights @ ..] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
     };
     writable(model_info)?;
-    let mut model = load_model(program_id, model_info)?;
-    if model.authority != *authority.key {
-        return Err(CurtaError::Unauthorized.into());
-    }
-    signer(authority)?;
-    match model.state {
-        ModelState::Sealing | ModelState::Mismatch => {}
-        ModelState::Sealed => return Err(CurtaError::ModelSealed.into()),
-        ModelState::Open => return Err(CurtaError::WrongState.into()),
-    }
-    if weights.len() != model.section_count as usize {
+    let mut model_data = owned_data(model_info, program_id)?;
+    let mut model = ModelAccount::new(&mut model_data)?;
+    authority_signs(model.authority(), authority)?;
+    model
+        .state()
+        .require(&[ModelState::Sealing, ModelState::Mismatch])?;
+    if weights.len() != model.section_count() {
         return Err(CurtaError::WrongAccountCount.into());
     }
     // Sealing started, so every section's weight account is bound.
-    for (weight_info, expected) in weights.iter().zip(model.weights()) {
-        if weight_info.key != expected {
+    for (section, weight_info) in weights.iter().enumerate() {
+        if !same_address(weight_info.key(), model.weight_account(section)) {
             return Err(CurtaError::WeightAddressMismatch.into());
         }
         writable(weight_info)?;
-        owned(weight_info, program_id)?;
-        WeightHeader::unpack(&weight_info.try_borrow_data()?)?;
+        let data = owned_data(weight_info, program_id)?;
+        WeightFields::parse(&data)?.belongs_to(
+            model_info.key(),
+            section,
+            model.section_length(section),
+            model.weight_account(section),
+            weight_info.key(),
+        )?;
     }
     for weight_info in weights {
-        WeightHeader::set_frozen(&mut weight_info.try_borrow_mut_data()?, false);
+        set_frozen(&mut weight_info.try_borrow_mut_data()?, false);
     }
-    model.seal_pass = model.seal_pass.checked_add(1).ok_or(CurtaError::Overflow)?;
-    model.seal_cursor = 0;
-    model.running_hash = [0; 32];
-    model.config = curta_core::Config::default();
-    model.state = ModelState::Open;
-    store_model(model_info, &model)
+    model.start_over()?;
+    Ok(())
 }
 
+#[inline(always)]
 fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult {
     let [model_info, authority, destination, weights @ ..] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
     };
     writable(model_info)?;
     writable(destination)?;
-    let model = load_model(program_id, model_info)?;
-    if model.authority != *authority.key {
-        return Err(CurtaError::Unauthorized.into());
-    }
-    signer(authority)?;
-    if model.state == ModelState::Sealed {
-        return Err(CurtaError::ModelSealed.into());
-    }
-    if weights.len() != model.section_count as usize {
-        return Err(CurtaError::WrongAccountCount.into());
-    }
-    if destination.key == model_info.key || weights.iter().any(|w| w.key == destination.key) {
-        return Err(CurtaError::InvalidDestination.into());
-    }
-    for (section, weight_info) in weights.iter().enumerate() {
-        if *weight_info.key
-            != weight_address(program_id, authority.key, model_info.key, section as u8)
-        {
-            return Err(CurtaError::WeightAddressMismatch.into());
+    {
+        let mut model_data = owned_data(model_info, program_id)?;
+        let model = ModelAccount::new(&mut model_data)?;
+        authority_signs(model.authority(), authority)?;
+        model
+            .state()
+            .require(&[ModelState::Open, ModelState::Sealing, ModelState::Mismatch])?;
+        if weights.len() != model.section_count() {
+            return Err(CurtaError::WrongAccountCount.into());
         }
-        writable(weight_info)?;
-        // A seed address with this program as owner can only be owned by the system program
-        // (not created, or created elsewise) or by this program.
-        if weight_info.owner == program_id {
-            closable_weight(&model, model_info.key, section, weight_info)?;
-        } else if weight_info.owner != &system_program::ID {
-            return Err(CurtaError::WrongOwner.into());
+        if same_address(destination.key(), model_info.key())
+            || weights
+                .iter()
+                .any(|w| same_address(w.key(), destination.key()))
+        {
+            return Err(CurtaError::InvalidDestination.into());
+        }
+        for (section, weight_info) in weights.iter().enumerate() {
+            let expected =
+                weight_address(program_id, authority.key(), model_info.key(), section as u8)?;
+            if !same_address(weight_info.key(), &expected) {
+                return Err(CurtaError::WeightAddressMismatch.into());
+            }
+            writable(weight_info)?;
+            // A seed address with this program as owner can only be owned by the system
+            // program (not created, or created elsewise) or by this program.
+            if same_address(weight_info.owner(), program_id) {
+                closable_weight(&model, model_info.key(), section, weight_info)?;
+            } else if !all_zero(weight_info.owner()) {
+                return Err(CurtaError::WrongOwner.into());
+            }
         }
     }
     for weight_info in weights {
-        if weight_info.owner == program_id {
+        if same_address(weight_info.owner(), program_id) {
             drain(weight_info, destination)?;
         }
     }
@@ -427,134 +419,277 @@ fn process_close(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult
 
 /// Checks that the program-owned account at section `section`'s seed address belongs to the
 /// model being closed. The seed holds only 10 bytes of the model address, so two models of one
-/// authority can share weight addresses: the address alone does not prove it. An initialized
-/// account must name this model and section in its header (and be the account the model
-/// recorded, once it recorded one); an uninitialized one must have an all-zero header.
+/// authority can share weight addresses: the address alone does not prove it. A header of
+/// zeros (created, never initialized) is closable; anything else must be a valid weight header
+/// that belongs to the model at this section.
+#[inline(always)]
 fn closable_weight(
-    model: &Model,
+    model: &ModelAccount,
     model_key: &Pubkey,
     section: usize,
     weight_info: &AccountInfo,
 ) -> ProgramResult {
     let data = weight_info.try_borrow_data()?;
-    if data[..data.len().min(WEIGHT_HEADER_LEN)]
-        .iter()
-        .all(|&b| b == 0)
-    {
+    if header_is_zero(&data) {
         return Ok(());
     }
-    let header = WeightHeader::unpack(&data).map_err(|_| CurtaError::UnrecognizedWeightAccount)?;
-    if header.model != *model_key {
-        return Err(CurtaError::WrongModel.into());
-    }
-    if header.section as usize != section {
-        return Err(CurtaError::WrongSection.into());
-    }
-    let bound = model.weight_accounts[section];
-    if bound != Pubkey::default() && bound != *weight_info.key {
-        return Err(CurtaError::WeightAddressMismatch.into());
-    }
+    let header = WeightFields::parse(&data).map_err(|_| CurtaError::UnrecognizedWeightAccount)?;
+    header.belongs_to(
+        model_key,
+        section,
+        header.length,
+        model.weight_account(section),
+        weight_info.key(),
+    )?;
     Ok(())
 }
 
 /// Moves every lamport of `account` to `destination`, shrinks its data to nothing (no byte of
 /// it survives, and shrinking costs nothing per byte, unlike zeroing 10 MiB on chain) and gives
 /// it to the system program, so it can never be read as initialized again.
+#[inline(always)]
 fn drain(account: &AccountInfo, destination: &AccountInfo) -> ProgramResult {
     let lamports = account.lamports();
     let total = destination
         .lamports()
         .checked_add(lamports)
         .ok_or(CurtaError::Overflow)?;
-    **destination.try_borrow_mut_lamports()? = total;
-    **account.try_borrow_mut_lamports()? = 0;
+    *destination.try_borrow_mut_lamports()? = total;
+    *account.try_borrow_mut_lamports()? = 0;
     account.resize(0)?;
-    account.assign(&system_program::ID);
+    // SAFETY: no reference to the account's owner is alive.
+    unsafe { account.assign(&SYSTEM_PROGRAM) };
     Ok(())
 }
 
-fn load_model(program_id: &Pubkey, model_info: &AccountInfo) -> Result<Model, ProgramError> {
-    owned(model_info, program_id)?;
-    Model::unpack(&model_info.try_borrow_data()?)
-}
-
-fn store_model(model_info: &AccountInfo, model: &Model) -> ProgramResult {
-    model.pack(&mut model_info.try_borrow_mut_data()?);
-    Ok(())
-}
-
-fn open(model: &Model) -> ProgramResult {
-    match model.state {
-        ModelState::Open => Ok(()),
-        ModelState::Sealed => Err(CurtaError::ModelSealed.into()),
-        ModelState::Sealing | ModelState::Mismatch => Err(CurtaError::WrongState.into()),
+/// The one authority rule: `account` is the expected authority (`Unauthorized`) and signs
+/// (`MissingRequiredSignature`).
+#[inline(always)]
+fn authority_signs(expected: &Pubkey, account: &AccountInfo) -> ProgramResult {
+    if !same_address(account.key(), expected) {
+        return Err(CurtaError::Unauthorized.into());
     }
+    signer(account)
 }
 
+#[inline(always)]
 fn signer(account: &AccountInfo) -> ProgramResult {
-    if account.is_signer {
+    if account.is_signer() {
         Ok(())
     } else {
         Err(ProgramError::MissingRequiredSignature)
     }
 }
 
+#[inline(always)]
 fn writable(account: &AccountInfo) -> ProgramResult {
-    if account.is_writable {
+    if account.is_writable() {
         Ok(())
     } else {
         Err(CurtaError::NotWritable.into())
     }
 }
 
+#[inline(always)]
 fn owned(account: &AccountInfo, program_id: &Pubkey) -> ProgramResult {
-    if account.owner == program_id {
+    if same_address(account.owner(), program_id) {
         Ok(())
     } else {
         Err(CurtaError::WrongOwner.into())
     }
 }
 
-/// The rent sysvar. On SBF it comes from the runtime; a host build (the native processor of
-/// solana-program-test) has no sysvar syscall in solana-sysvar 4.1, so it falls back to the
-/// default rent, which is the rent solana-program-test's bank uses.
-fn rent() -> Result<Rent, ProgramError> {
-    use solana_sysvar::Sysvar;
+/// The data of an account the program must own (`WrongOwner`), borrowed for writing.
+fn owned_data<'a>(
+    account: &'a AccountInfo,
+    program_id: &Pubkey,
+) -> Result<pinocchio::account_info::RefMut<'a, [u8]>, ProgramError> {
+    owned(account, program_id)?;
+    account.try_borrow_mut_data()
+}
+
+/// The address of section `section`'s weight account: create_with_seed(authority,
+/// weight_seed, program id).
+#[inline(always)]
+fn weight_address(
+    program_id: &Pubkey,
+    authority: &Pubkey,
+    model: &Pubkey,
+    section: u8,
+) -> Result<Pubkey, ProgramError> {
+    pubkey::create_with_seed(authority, &weight_seed_bytes(model, section), program_id)
+}
+
+/// The rent-exempt minimum for `len` bytes, from the rent sysvar, in integers: the exemption
+/// threshold is 2 years (or 1 under SIMD-0194); any other value is refused rather than computed
+/// with floating point, which SBF lacks.
+#[allow(deprecated)]
+#[inline(always)]
+fn minimum_balance(len: usize) -> Result<u64, ProgramError> {
+    use pinocchio::sysvars::{rent::Rent, Sysvar};
+    let rent = Rent::get()?;
+    let years = match rent.exemption_threshold.to_bits() {
+        bits if bits == 2.0f64.to_bits() => 2,
+        bits if bits == 1.0f64.to_bits() => 1,
+        _ => return Err(ProgramError::UnsupportedSysvar),
+    };
+    Ok((128 + len as u64) * rent.lamports_per_byte_year * years)
+}
+
+/// running = SHA-256(running || chunk), written over `running`: the `sol_sha256` syscall on
+/// chain (it reads every slice before it writes the result, so no copy is needed).
+#[inline(always)]
+fn chain_in_place(running: &mut [u8; 32], chunk: &[u8]) {
     #[cfg(target_os = "solana")]
     {
-        Rent::get()
-    }
-    #[cfg(not(target_os = "solana"))]
-    {
-        match Rent::get() {
-            Err(ProgramError::UnsupportedSysvar) => Ok(Rent::default()),
-            other => other,
+        let out = running.as_mut_ptr();
+        // SAFETY: the syscall reads the (pointer, length) pairs and their bytes, then writes
+        // 32 bytes at `out`.
+        unsafe {
+            let slices: [&[u8]; 2] = [core::slice::from_raw_parts(out, 32), chunk];
+            pinocchio::syscalls::sol_sha256(slices.as_ptr() as *const u8, 2, out);
         }
     }
-}
-
-/// A cross-program invocation. On SBF this is the runtime's; on the host solana-cpi's
-/// invoke is a no-op, so the call goes to the syscall stubs solana-program-test installs.
-fn invoke_signed(
-    instruction: &Instruction,
-    infos: &[AccountInfo],
-    seeds: &[&[&[u8]]],
-) -> ProgramResult {
-    #[cfg(target_os = "solana")]
-    {
-        solana_cpi::invoke_signed(instruction, infos, seeds)
-    }
     #[cfg(not(target_os = "solana"))]
     {
-        solana_sysvar::program_stubs::sol_invoke_signed(instruction, infos, seeds)
+        *running = curta_core::chain_chunk(running, chunk);
     }
 }
 
-/// Lower-case hex of a hash, for the log.
+/// Logs one formatted line (at most 256 bytes) without allocating.
+fn log(args: core::fmt::Arguments) {
+    struct Line {
+        buf: [u8; 256],
+        len: usize,
+    }
+    impl core::fmt::Write for Line {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            let n = s.len().min(self.buf.len() - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+            self.len += n;
+            Ok(())
+        }
+    }
+    let mut line = Line {
+        buf: [0; 256],
+        len: 0,
+    };
+    let _ = core::fmt::Write::write_fmt(&mut line, args);
+    let text = &line.buf[..line.len];
+    // A line cut inside a character keeps its valid prefix.
+    let valid = match core::str::from_utf8(text) {
+        Ok(s) => s,
+        Err(e) => core::str::from_utf8(&text[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    pinocchio::log::sol_log(valid);
+}
+
+/// Lower-case hex of a hash, for the log (table-driven: one write per hash).
 struct Hex<'a>(&'a [u8; 32]);
 
 impl core::fmt::Display for Hex<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        self.0.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 64];
+        for (i, byte) in self.0.iter().enumerate() {
+            out[2 * i] = DIGITS[(byte >> 4) as usize];
+            out[2 * i + 1] = DIGITS[(byte & 15) as usize];
+        }
+        f.write_str(core::str::from_utf8(&out).unwrap_or_default())
+    }
+}
+
+/// The system program instructions the program invokes (the system program's bincode layout:
+/// a u32 tag, then the fields little-endian).
+mod system {
+    use super::*;
+
+    pub struct Call<'a, const N: usize> {
+        accounts: [&'a AccountInfo; N],
+        metas: [AccountMeta<'a>; N],
+        data: [u8; 52],
+        len: usize,
+    }
+
+    impl<const N: usize> Call<'_, N> {
+        #[inline(always)]
+        pub fn invoke(&self, signers: &[Signer]) -> ProgramResult {
+            let instruction = Instruction {
+                program_id: &SYSTEM_PROGRAM,
+                accounts: &self.metas,
+                data: &self.data[..self.len],
+            };
+            pinocchio::cpi::invoke_signed(&instruction, &self.accounts, signers)
+        }
+    }
+
+    fn encode(tag: u32, fields: &[&[u8]]) -> ([u8; 52], usize) {
+        let mut data = [0u8; 52];
+        data[..4].copy_from_slice(&tag.to_le_bytes());
+        let mut len = 4;
+        for field in fields {
+            data[len..len + field.len()].copy_from_slice(field);
+            len += field.len();
+        }
+        (data, len)
+    }
+
+    pub fn create_account<'a>(
+        from: &'a AccountInfo,
+        to: &'a AccountInfo,
+        lamports: u64,
+        space: usize,
+        owner: &Pubkey,
+    ) -> Call<'a, 2> {
+        let (data, len) = encode(
+            0,
+            &[
+                &lamports.to_le_bytes(),
+                &(space as u64).to_le_bytes(),
+                owner,
+            ],
+        );
+        Call {
+            accounts: [from, to],
+            metas: [
+                AccountMeta::writable_signer(from.key()),
+                AccountMeta::writable_signer(to.key()),
+            ],
+            data,
+            len,
+        }
+    }
+
+    pub fn transfer<'a>(from: &'a AccountInfo, to: &'a AccountInfo, lamports: u64) -> Call<'a, 2> {
+        let (data, len) = encode(2, &[&lamports.to_le_bytes()]);
+        Call {
+            accounts: [from, to],
+            metas: [
+                AccountMeta::writable_signer(from.key()),
+                AccountMeta::writable(to.key()),
+            ],
+            data,
+            len,
+        }
+    }
+
+    pub fn allocate(account: &AccountInfo, space: usize) -> Call<'_, 1> {
+        let (data, len) = encode(8, &[&(space as u64).to_le_bytes()]);
+        Call {
+            accounts: [account],
+            metas: [AccountMeta::writable_signer(account.key())],
+            data,
+            len,
+        }
+    }
+
+    pub fn assign<'a>(account: &'a AccountInfo, owner: &Pubkey) -> Call<'a, 1> {
+        let (data, len) = encode(1, &[owner]);
+        Call {
+            accounts: [account],
+            metas: [AccountMeta::writable_signer(account.key())],
+            data,
+            len,
+        }
     }
 }

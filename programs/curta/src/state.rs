@@ -1,13 +1,17 @@
 //! Account layouts: the model account and the weight accounts (docs/program.md has the tables).
 //! Every field sits at a fixed offset and is little-endian.
-
-use alloc::string::String;
-use core::fmt::Write;
-use curta_core::Config;
-use solana_program_error::ProgramError;
-use solana_pubkey::Pubkey;
+//!
+//! The program reads and writes both accounts in place ([`ModelAccount`], [`WeightFields`]):
+//! no copy of the 808-byte model per instruction. The decoded structs the client and the tests
+//! use ([`Model`], [`WeightHeader`], with `solana_pubkey::Pubkey` addresses) exist off chain
+//! only and are built on the same checks.
 
 use crate::error::CurtaError;
+use curta_core::le::u32_at;
+use curta_core::Config;
+
+/// An account address as the program sees it.
+pub type Address = [u8; 32];
 
 /// Size of the model account's data.
 pub const MODEL_LEN: usize = 808;
@@ -19,6 +23,8 @@ pub const MAX_WEIGHT_ACCOUNT_LEN: usize = 10_485_760;
 pub const MAX_SECTIONS: usize = 18;
 /// Fewest sections a model has.
 pub const MIN_SECTIONS: usize = 2;
+/// Length of a weight account's seed: "curta-" + 2 digits + "-" + 20 hex digits.
+pub const WEIGHT_SEED_LEN: usize = 29;
 
 /// First seed of the model PDA: [b"model", authority, weights hash].
 pub const MODEL_SEED: &[u8] = b"model";
@@ -28,9 +34,10 @@ pub const LAYOUT_VERSION: u8 = 1;
 
 const _: () = assert!(WEIGHT_HEADER_LEN + curta_core::MAX_SECTION_LEN == MAX_WEIGHT_ACCOUNT_LEN);
 const _: () = assert!(MAX_SECTIONS == curta_core::MAX_SECTIONS);
+const _: () = assert!(MIN_SECTIONS == curta_core::MIN_SECTIONS);
 
 /// Model account field offsets.
-mod model_field {
+pub mod model_field {
     pub const MAGIC: usize = 0;
     pub const VERSION: usize = 8;
     pub const STATE: usize = 9;
@@ -48,7 +55,7 @@ mod model_field {
 }
 
 /// Weight account header field offsets.
-mod weight_field {
+pub mod weight_field {
     pub const MAGIC: usize = 0;
     pub const VERSION: usize = 8;
     pub const FROZEN: usize = 9;
@@ -79,225 +86,530 @@ impl ModelState {
             _ => None,
         }
     }
+
+    /// The state rule of every instruction: the model must be in one of `allowed`; a Sealed
+    /// model is `ModelSealed` (it never changes again), any other state `WrongState`.
+    pub fn require(self, allowed: &[ModelState]) -> Result<(), CurtaError> {
+        if allowed.contains(&self) {
+            Ok(())
+        } else if self == ModelState::Sealed {
+            Err(CurtaError::ModelSealed)
+        } else {
+            Err(CurtaError::WrongState)
+        }
+    }
 }
 
-/// The model account, decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Model {
-    pub state: ModelState,
-    pub bump: u8,
-    pub section_count: u8,
-    pub seal_pass: u32,
-    pub authority: Pubkey,
-    pub weights_hash: [u8; 32],
-    pub running_hash: [u8; 32],
-    pub seal_cursor: u32,
-    pub total_chunks: u32,
-    pub config: Config,
-    pub section_lengths: [u32; MAX_SECTIONS],
-    pub weight_accounts: [Pubkey; MAX_SECTIONS],
+/// Whether two addresses are equal. Account keys and the layouts' address fields sit at 8-byte
+/// aligned addresses: there the comparison takes four word loads (LLVM's BPF backend compares
+/// unaligned bytes one at a time); anywhere else it is byte-wise.
+#[inline(always)]
+pub fn same_address(a: &Address, b: &Address) -> bool {
+    let (pa, pb) = (a.as_ptr() as *const u64, b.as_ptr() as *const u64);
+    if (pa as usize | pb as usize) & 7 == 0 {
+        // SAFETY: both point to 32 readable bytes, 8-byte aligned.
+        unsafe { (0..4).all(|i| pa.add(i).read() == pb.add(i).read()) }
+    } else {
+        a == b
+    }
 }
 
-fn u32_at(data: &[u8], offset: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&data[offset..offset + 4]);
-    u32::from_le_bytes(word)
+/// Whether `bytes` are all zero: a word at a time over the 8-byte aligned part.
+#[inline(always)]
+pub fn all_zero(bytes: &[u8]) -> bool {
+    // SAFETY: align_to only reinterprets the aligned middle as whole u64 words.
+    let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
+    head.iter().all(|&b| b == 0) && words.iter().all(|&w| w == 0) && tail.iter().all(|&b| b == 0)
 }
 
-fn bytes32_at(data: &[u8], offset: usize) -> [u8; 32] {
-    let mut bytes = [0u8; 32];
-    bytes.copy_from_slice(&data[offset..offset + 32]);
-    bytes
+fn array_at<const N: usize>(data: &[u8], offset: usize) -> &[u8; N] {
+    // Callers index inside a layout whose length they checked.
+    data[offset..offset + N]
+        .try_into()
+        .expect("field inside the checked layout")
 }
 
 fn put(dst: &mut [u8], offset: usize, bytes: &[u8]) {
     dst[offset..offset + bytes.len()].copy_from_slice(bytes);
 }
 
-impl Model {
-    /// Decodes a model account's data: exactly MODEL_LEN bytes, the magic, layout version 1, a
-    /// known state and a section count of 2 to 18; anything else is `NotAModel`.
-    pub fn unpack(data: &[u8]) -> Result<Model, ProgramError> {
-        use model_field as f;
-        if data.len() != MODEL_LEN
-            || data[f::MAGIC..f::MAGIC + 8] != MODEL_MAGIC
-            || data[f::VERSION] != LAYOUT_VERSION
-        {
-            return Err(CurtaError::NotAModel.into());
+/// Checks a model account's data: exactly MODEL_LEN bytes, the magic, layout version 1, a
+/// known state and a section count of 2 to 18; anything else is `NotAModel`.
+pub fn check_model(data: &[u8]) -> Result<ModelState, CurtaError> {
+    use model_field as f;
+    if data.len() != MODEL_LEN
+        || *array_at::<8>(data, f::MAGIC) != MODEL_MAGIC
+        || data[f::VERSION] != LAYOUT_VERSION
+        || !(MIN_SECTIONS..=MAX_SECTIONS).contains(&(data[f::SECTION_COUNT] as usize))
+    {
+        return Err(CurtaError::NotAModel);
+    }
+    ModelState::from_u8(data[f::STATE]).ok_or(CurtaError::NotAModel)
+}
+
+/// The section and the chunk within it of chunk `cursor` of the whole artifact.
+pub fn locate_chunk(sections: impl IntoIterator<Item = u32>, cursor: u32) -> Option<(usize, u32)> {
+    let mut first = 0u32;
+    for (section, length) in sections.into_iter().enumerate() {
+        let chunks = curta_core::chunk_count(length as u64) as u32;
+        if cursor < first + chunks {
+            return Some((section, cursor - first));
         }
-        let state = ModelState::from_u8(data[f::STATE]).ok_or(CurtaError::NotAModel)?;
-        let section_count = data[f::SECTION_COUNT];
-        if !(MIN_SECTIONS..=MAX_SECTIONS).contains(&(section_count as usize)) {
-            return Err(CurtaError::NotAModel.into());
-        }
-        let config = Config::from_fields(core::array::from_fn(|i| u32_at(data, f::CONFIG + 4 * i)));
-        let mut section_lengths = [0u32; MAX_SECTIONS];
-        let mut weight_accounts = [Pubkey::default(); MAX_SECTIONS];
-        for i in 0..MAX_SECTIONS {
-            section_lengths[i] = u32_at(data, f::SECTION_LENGTHS + 4 * i);
-            weight_accounts[i] =
-                Pubkey::new_from_array(bytes32_at(data, f::WEIGHT_ACCOUNTS + 32 * i));
-        }
-        Ok(Model {
-            state,
-            bump: data[f::BUMP],
-            section_count,
-            seal_pass: u32_at(data, f::SEAL_PASS),
-            authority: Pubkey::new_from_array(bytes32_at(data, f::AUTHORITY)),
-            weights_hash: bytes32_at(data, f::WEIGHTS_HASH),
-            running_hash: bytes32_at(data, f::RUNNING_HASH),
-            seal_cursor: u32_at(data, f::SEAL_CURSOR),
-            total_chunks: u32_at(data, f::TOTAL_CHUNKS),
-            config,
-            section_lengths,
-            weight_accounts,
-        })
+        first += chunks;
+    }
+    None
+}
+
+/// A model account's data, checked once and then read and written in place.
+pub struct ModelAccount<'a> {
+    data: &'a mut [u8],
+    state: ModelState,
+}
+
+impl<'a> ModelAccount<'a> {
+    /// The model in `data` (see [`check_model`]).
+    pub fn new(data: &'a mut [u8]) -> Result<Self, CurtaError> {
+        let state = check_model(data)?;
+        Ok(ModelAccount { data, state })
     }
 
-    /// Writes the whole layout into `dst` (MODEL_LEN bytes; padding bytes become zero).
-    pub fn pack(&self, dst: &mut [u8]) {
+    /// Lays out a new model in `data` (MODEL_LEN zero bytes): state Open, pass 0, cursor 0,
+    /// running hash and config zero. `section_lengths` is the little-endian u32 table of the
+    /// instruction data, already checked.
+    pub fn create(
+        data: &'a mut [u8],
+        bump: u8,
+        authority: &Address,
+        weights_hash: &Address,
+        section_lengths: &[u8],
+        total_chunks: u32,
+    ) -> Result<Self, CurtaError> {
         use model_field as f;
-        let dst = &mut dst[..MODEL_LEN];
-        dst.fill(0);
-        put(dst, f::MAGIC, &MODEL_MAGIC);
-        dst[f::VERSION] = LAYOUT_VERSION;
-        dst[f::STATE] = self.state as u8;
-        dst[f::BUMP] = self.bump;
-        dst[f::SECTION_COUNT] = self.section_count;
-        put(dst, f::SEAL_PASS, &self.seal_pass.to_le_bytes());
-        put(dst, f::AUTHORITY, self.authority.as_ref());
-        put(dst, f::WEIGHTS_HASH, &self.weights_hash);
-        put(dst, f::RUNNING_HASH, &self.running_hash);
-        put(dst, f::SEAL_CURSOR, &self.seal_cursor.to_le_bytes());
-        put(dst, f::TOTAL_CHUNKS, &self.total_chunks.to_le_bytes());
-        let config = self.config.fields();
-        for (i, value) in config.iter().enumerate() {
-            put(dst, f::CONFIG + 4 * i, &value.to_le_bytes());
+        if data.len() != MODEL_LEN || section_lengths.len() > 4 * MAX_SECTIONS {
+            return Err(CurtaError::NotAModel);
         }
-        for i in 0..MAX_SECTIONS {
-            put(
-                dst,
-                f::SECTION_LENGTHS + 4 * i,
-                &self.section_lengths[i].to_le_bytes(),
-            );
-            put(
-                dst,
-                f::WEIGHT_ACCOUNTS + 32 * i,
-                self.weight_accounts[i].as_ref(),
-            );
-        }
+        data.fill(0);
+        put(data, f::MAGIC, &MODEL_MAGIC);
+        data[f::VERSION] = LAYOUT_VERSION;
+        data[f::STATE] = ModelState::Open as u8;
+        data[f::BUMP] = bump;
+        data[f::SECTION_COUNT] = (section_lengths.len() / 4) as u8;
+        put(data, f::AUTHORITY, authority);
+        put(data, f::WEIGHTS_HASH, weights_hash);
+        put(data, f::TOTAL_CHUNKS, &total_chunks.to_le_bytes());
+        put(data, f::SECTION_LENGTHS, section_lengths);
+        ModelAccount::new(data)
+    }
+
+    pub fn state(&self) -> ModelState {
+        self.state
+    }
+
+    pub fn set_state(&mut self, state: ModelState) {
+        self.state = state;
+        self.data[model_field::STATE] = state as u8;
+    }
+
+    pub fn section_count(&self) -> usize {
+        self.data[model_field::SECTION_COUNT] as usize
+    }
+
+    pub fn seal_pass(&self) -> u32 {
+        u32_at(self.data, model_field::SEAL_PASS)
+    }
+
+    pub fn authority(&self) -> &Address {
+        array_at(self.data, model_field::AUTHORITY)
+    }
+
+    pub fn weights_hash(&self) -> &Address {
+        array_at(self.data, model_field::WEIGHTS_HASH)
+    }
+
+    pub fn running_hash(&self) -> &Address {
+        array_at(self.data, model_field::RUNNING_HASH)
+    }
+
+    pub fn seal_cursor(&self) -> u32 {
+        u32_at(self.data, model_field::SEAL_CURSOR)
+    }
+
+    pub fn total_chunks(&self) -> u32 {
+        u32_at(self.data, model_field::TOTAL_CHUNKS)
+    }
+
+    pub fn section_length(&self, section: usize) -> u32 {
+        u32_at(self.data, model_field::SECTION_LENGTHS + 4 * section)
     }
 
     /// The declared lengths of the model's sections.
-    pub fn sections(&self) -> &[u32] {
-        &self.section_lengths[..self.section_count as usize]
+    pub fn sections(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.section_count()).map(|s| self.section_length(s))
     }
 
-    /// The bound weight account of each section (`Pubkey::default()` until initialized).
-    pub fn weights(&self) -> &[Pubkey] {
-        &self.weight_accounts[..self.section_count as usize]
+    /// The bound weight account of `section` (zero until initialized).
+    pub fn weight_account(&self, section: usize) -> &Address {
+        array_at(self.data, model_field::WEIGHT_ACCOUNTS + 32 * section)
     }
 
-    /// The section and the chunk within it of chunk `cursor` of the whole artifact.
-    pub fn locate_chunk(&self, cursor: u32) -> Option<(usize, u32)> {
-        let mut first = 0u32;
-        for (section, &length) in self.sections().iter().enumerate() {
-            let chunks = curta_core::chunk_count(length as u64) as u32;
-            if cursor < first + chunks {
-                return Some((section, cursor - first));
-            }
-            first += chunks;
+    pub fn set_weight_account(&mut self, section: usize, address: &Address) {
+        put(
+            self.data,
+            model_field::WEIGHT_ACCOUNTS + 32 * section,
+            address,
+        );
+    }
+
+    /// Whether every section has its weight account.
+    pub fn all_weights_bound(&self) -> bool {
+        (0..self.section_count()).all(|s| !all_zero(self.weight_account(s)))
+    }
+
+    /// The running hash, to chain a chunk into in place.
+    pub fn running_hash_mut(&mut self) -> &mut Address {
+        (&mut self.data[model_field::RUNNING_HASH..model_field::RUNNING_HASH + 32])
+            .try_into()
+            .expect("field inside the checked layout")
+    }
+
+    pub fn set_seal_cursor(&mut self, seal_cursor: u32) {
+        put(
+            self.data,
+            model_field::SEAL_CURSOR,
+            &seal_cursor.to_le_bytes(),
+        );
+    }
+
+    /// The seal chain so far: running hash and cursor.
+    pub fn set_chain(&mut self, running_hash: &Address, seal_cursor: u32) {
+        put(self.data, model_field::RUNNING_HASH, running_hash);
+        put(
+            self.data,
+            model_field::SEAL_CURSOR,
+            &seal_cursor.to_le_bytes(),
+        );
+    }
+
+    pub fn set_config(&mut self, config: &Config) {
+        for (i, value) in config.fields().iter().enumerate() {
+            put(self.data, model_field::CONFIG + 4 * i, &value.to_le_bytes());
         }
-        None
+    }
+
+    /// A new seal pass (Reopen): pass + 1, cursor 0, running hash and config zero, Open.
+    pub fn start_over(&mut self) -> Result<(), CurtaError> {
+        let pass = self
+            .seal_pass()
+            .checked_add(1)
+            .ok_or(CurtaError::Overflow)?;
+        put(self.data, model_field::SEAL_PASS, &pass.to_le_bytes());
+        self.set_chain(&[0; 32], 0);
+        self.set_config(&Config::default());
+        self.set_state(ModelState::Open);
+        Ok(())
     }
 }
 
-/// The 2,048-byte header of a weight account, decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WeightHeader {
+/// An initialized weight account's header, read in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WeightFields<'a> {
     pub frozen: bool,
     pub section: u16,
     pub length: u32,
-    pub model: Pubkey,
-    pub authority: Pubkey,
+    pub model: &'a Address,
+    pub authority: &'a Address,
 }
 
-impl WeightHeader {
-    /// Decodes an initialized weight account's data: the magic, layout version 1, frozen 0 or 1
+impl<'a> WeightFields<'a> {
+    /// Reads an initialized weight account's data: the magic, layout version 1, frozen 0 or 1
     /// and a data length of exactly 2,048 + the section length; anything else (an account the
     /// program owns but has not initialized included) is `NotInitialized`.
-    pub fn unpack(data: &[u8]) -> Result<Self, ProgramError> {
+    pub fn parse(data: &'a [u8]) -> Result<Self, CurtaError> {
         use weight_field as f;
         if data.len() < WEIGHT_HEADER_LEN
-            || data[f::MAGIC..f::MAGIC + 8] != WEIGHT_MAGIC
+            || *array_at::<8>(data, f::MAGIC) != WEIGHT_MAGIC
             || data[f::VERSION] != LAYOUT_VERSION
             || data[f::FROZEN] > 1
         {
-            return Err(CurtaError::NotInitialized.into());
+            return Err(CurtaError::NotInitialized);
         }
         let length = u32_at(data, f::LENGTH);
         if data.len() != WEIGHT_HEADER_LEN + length as usize {
-            return Err(CurtaError::NotInitialized.into());
+            return Err(CurtaError::NotInitialized);
         }
-        Ok(WeightHeader {
+        Ok(WeightFields {
             frozen: data[f::FROZEN] == 1,
-            section: u16::from_le_bytes([data[f::SECTION], data[f::SECTION + 1]]),
+            section: curta_core::le::u16_at(data, f::SECTION),
             length,
-            model: Pubkey::new_from_array(bytes32_at(data, f::MODEL)),
-            authority: Pubkey::new_from_array(bytes32_at(data, f::AUTHORITY)),
+            model: array_at(data, f::MODEL),
+            authority: array_at(data, f::AUTHORITY),
         })
     }
 
-    /// Writes the header into `dst[..2048]` (bytes 80..2048 become zero).
-    pub fn pack(&self, dst: &mut [u8]) {
-        use weight_field as f;
-        let dst = &mut dst[..WEIGHT_HEADER_LEN];
-        dst.fill(0);
-        put(dst, f::MAGIC, &WEIGHT_MAGIC);
-        dst[f::VERSION] = LAYOUT_VERSION;
-        dst[f::FROZEN] = self.frozen as u8;
-        put(dst, f::SECTION, &self.section.to_le_bytes());
-        put(dst, f::LENGTH, &self.length.to_le_bytes());
-        put(dst, f::MODEL, self.model.as_ref());
-        put(dst, f::AUTHORITY, self.authority.as_ref());
-    }
-
-    /// Sets or clears the frozen byte of an initialized header in place.
-    pub fn set_frozen(dst: &mut [u8], frozen: bool) {
-        dst[weight_field::FROZEN] = frozen as u8;
+    /// The one rule for "this weight account is section `section` of the model at `model`":
+    /// its header names the model (`WrongModel`) and the section (`WrongSection`), holds the
+    /// declared length, and, once the model recorded an account for the section (`recorded`
+    /// non-zero), the account at `key` is that one (`WeightAddressMismatch`).
+    pub fn belongs_to(
+        &self,
+        model: &Address,
+        section: usize,
+        declared_length: u32,
+        recorded: &Address,
+        key: &Address,
+    ) -> Result<(), CurtaError> {
+        if !same_address(self.model, model) {
+            return Err(CurtaError::WrongModel);
+        }
+        if self.section as usize != section {
+            return Err(CurtaError::WrongSection);
+        }
+        if (!same_address(recorded, key) && !all_zero(recorded)) || self.length != declared_length {
+            return Err(CurtaError::WeightAddressMismatch);
+        }
+        Ok(())
     }
 }
 
-/// The model PDA and its bump: seeds [b"model", authority, weights hash].
-pub fn model_address(
-    program_id: &Pubkey,
-    authority: &Pubkey,
-    weights_hash: &[u8; 32],
-) -> (Pubkey, u8) {
-    Pubkey::find_program_address(&[MODEL_SEED, authority.as_ref(), weights_hash], program_id)
+/// Writes a new header into `dst[..2048]` (bytes 80..2048 become zero): not frozen.
+pub fn write_weight_header(
+    dst: &mut [u8],
+    section: u16,
+    length: u32,
+    model: &Address,
+    authority: &Address,
+) {
+    use weight_field as f;
+    let dst = &mut dst[..WEIGHT_HEADER_LEN];
+    dst.fill(0);
+    put(dst, f::MAGIC, &WEIGHT_MAGIC);
+    dst[f::VERSION] = LAYOUT_VERSION;
+    put(dst, f::SECTION, &section.to_le_bytes());
+    put(dst, f::LENGTH, &length.to_le_bytes());
+    put(dst, f::MODEL, model);
+    put(dst, f::AUTHORITY, authority);
+}
+
+/// Sets or clears the frozen byte of an initialized header in place.
+pub fn set_frozen(dst: &mut [u8], frozen: bool) {
+    dst[weight_field::FROZEN] = frozen as u8;
+}
+
+/// Whether a weight address's header bytes (the first 2,048, or all of a shorter account) are
+/// all zero: created, never initialized. Word-wise: Close reads up to 18 of these.
+pub fn header_is_zero(data: &[u8]) -> bool {
+    all_zero(&data[..data.len().min(WEIGHT_HEADER_LEN)])
 }
 
 /// The seed of section `section`'s weight account: "curta-{section:02}-{hex of the model
-/// address's first 10 bytes}", 29 characters (the system program allows 32).
-pub fn weight_seed(model: &Pubkey, section: u8) -> String {
-    let mut seed = String::with_capacity(29);
-    // Writing into a String cannot fail.
-    let _ = write!(seed, "curta-{section:02}-");
-    for byte in &model.as_ref()[..10] {
-        let _ = write!(seed, "{byte:02x}");
+/// address's first 10 bytes}", 29 bytes (the system program allows 32).
+pub fn weight_seed_bytes(model: &Address, section: u8) -> [u8; WEIGHT_SEED_LEN] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut seed = *b"curta-00-00000000000000000000";
+    seed[6] = b'0' + section / 10 % 10;
+    seed[7] = b'0' + section % 10;
+    for (i, byte) in model[..10].iter().enumerate() {
+        seed[9 + 2 * i] = HEX[(byte >> 4) as usize];
+        seed[10 + 2 * i] = HEX[(byte & 15) as usize];
     }
     seed
 }
 
-/// The address of section `section`'s weight account: create_with_seed(authority, weight_seed,
-/// program id).
-pub fn weight_address(
-    program_id: &Pubkey,
-    authority: &Pubkey,
-    model: &Pubkey,
-    section: u8,
-) -> Pubkey {
-    // The seed is 29 bytes and the owner is a program id, so derivation cannot fail.
-    Pubkey::create_with_seed(authority, &weight_seed(model, section), program_id)
-        .unwrap_or_default()
+#[cfg(not(target_os = "solana"))]
+pub use host::*;
+
+/// The decoded accounts and the address derivations, for the client and the tests.
+#[cfg(not(target_os = "solana"))]
+mod host {
+    use super::*;
+    use alloc::string::String;
+    use solana_program_error::ProgramError;
+    use solana_pubkey::Pubkey;
+
+    /// The model account, decoded.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Model {
+        pub state: ModelState,
+        pub bump: u8,
+        pub section_count: u8,
+        pub seal_pass: u32,
+        pub authority: Pubkey,
+        pub weights_hash: [u8; 32],
+        pub running_hash: [u8; 32],
+        pub seal_cursor: u32,
+        pub total_chunks: u32,
+        pub config: Config,
+        pub section_lengths: [u32; MAX_SECTIONS],
+        pub weight_accounts: [Pubkey; MAX_SECTIONS],
+    }
+
+    impl Model {
+        /// Decodes a model account's data ([`check_model`]: anything else is `NotAModel`).
+        pub fn unpack(data: &[u8]) -> Result<Model, ProgramError> {
+            use model_field as f;
+            let state = check_model(data)?;
+            let address = |offset| Pubkey::new_from_array(*array_at(data, offset));
+            Ok(Model {
+                state,
+                bump: data[f::BUMP],
+                section_count: data[f::SECTION_COUNT],
+                seal_pass: u32_at(data, f::SEAL_PASS),
+                authority: address(f::AUTHORITY),
+                weights_hash: *array_at(data, f::WEIGHTS_HASH),
+                running_hash: *array_at(data, f::RUNNING_HASH),
+                seal_cursor: u32_at(data, f::SEAL_CURSOR),
+                total_chunks: u32_at(data, f::TOTAL_CHUNKS),
+                config: Config::from_fields(core::array::from_fn(|i| {
+                    u32_at(data, f::CONFIG + 4 * i)
+                })),
+                section_lengths: core::array::from_fn(|i| u32_at(data, f::SECTION_LENGTHS + 4 * i)),
+                weight_accounts: core::array::from_fn(|i| address(f::WEIGHT_ACCOUNTS + 32 * i)),
+            })
+        }
+
+        /// Writes the whole layout into `dst` (MODEL_LEN bytes; padding bytes become zero).
+        pub fn pack(&self, dst: &mut [u8]) {
+            use model_field as f;
+            let dst = &mut dst[..MODEL_LEN];
+            dst.fill(0);
+            put(dst, f::MAGIC, &MODEL_MAGIC);
+            dst[f::VERSION] = LAYOUT_VERSION;
+            dst[f::STATE] = self.state as u8;
+            dst[f::BUMP] = self.bump;
+            dst[f::SECTION_COUNT] = self.section_count;
+            put(dst, f::SEAL_PASS, &self.seal_pass.to_le_bytes());
+            put(dst, f::AUTHORITY, self.authority.as_ref());
+            put(dst, f::WEIGHTS_HASH, &self.weights_hash);
+            put(dst, f::RUNNING_HASH, &self.running_hash);
+            put(dst, f::SEAL_CURSOR, &self.seal_cursor.to_le_bytes());
+            put(dst, f::TOTAL_CHUNKS, &self.total_chunks.to_le_bytes());
+            for (i, value) in self.config.fields().iter().enumerate() {
+                put(dst, f::CONFIG + 4 * i, &value.to_le_bytes());
+            }
+            for i in 0..MAX_SECTIONS {
+                let length = self.section_lengths[i].to_le_bytes();
+                put(dst, f::SECTION_LENGTHS + 4 * i, &length);
+                put(
+                    dst,
+                    f::WEIGHT_ACCOUNTS + 32 * i,
+                    self.weight_accounts[i].as_ref(),
+                );
+            }
+        }
+
+        /// The declared lengths of the model's sections.
+        pub fn sections(&self) -> &[u32] {
+            &self.section_lengths[..self.section_count as usize]
+        }
+
+        /// The bound weight account of each section (`Pubkey::default()` until initialized).
+        pub fn weights(&self) -> &[Pubkey] {
+            &self.weight_accounts[..self.section_count as usize]
+        }
+
+        /// The section and the chunk within it of chunk `cursor` of the whole artifact.
+        pub fn locate_chunk(&self, cursor: u32) -> Option<(usize, u32)> {
+            locate_chunk(self.sections().iter().copied(), cursor)
+        }
+    }
+
+    /// The 2,048-byte header of a weight account, decoded.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct WeightHeader {
+        pub frozen: bool,
+        pub section: u16,
+        pub length: u32,
+        pub model: Pubkey,
+        pub authority: Pubkey,
+    }
+
+    impl WeightHeader {
+        /// Decodes an initialized weight account's data ([`WeightFields::parse`]).
+        pub fn unpack(data: &[u8]) -> Result<Self, ProgramError> {
+            let fields = WeightFields::parse(data)?;
+            Ok(WeightHeader {
+                frozen: fields.frozen,
+                section: fields.section,
+                length: fields.length,
+                model: Pubkey::new_from_array(*fields.model),
+                authority: Pubkey::new_from_array(*fields.authority),
+            })
+        }
+
+        /// Writes the header into `dst[..2048]` (bytes 80..2048 become zero).
+        pub fn pack(&self, dst: &mut [u8]) {
+            write_weight_header(
+                dst,
+                self.section,
+                self.length,
+                &self.model.to_bytes(),
+                &self.authority.to_bytes(),
+            );
+            set_frozen(dst, self.frozen);
+        }
+
+        /// Sets or clears the frozen byte of an initialized header in place.
+        pub fn set_frozen(dst: &mut [u8], frozen: bool) {
+            set_frozen(dst, frozen);
+        }
+
+        /// Whether the account at `key` with this header is section `section` of `model` at
+        /// `model_address`: the program's rule ([`WeightFields::belongs_to`]).
+        pub fn belongs_to(
+            &self,
+            model: &Model,
+            model_address: &Pubkey,
+            section: usize,
+            key: &Pubkey,
+        ) -> Result<(), CurtaError> {
+            let fields = WeightFields {
+                frozen: self.frozen,
+                section: self.section,
+                length: self.length,
+                model: &self.model.to_bytes(),
+                authority: &self.authority.to_bytes(),
+            };
+            fields.belongs_to(
+                &model_address.to_bytes(),
+                section,
+                model.section_lengths.get(section).copied().unwrap_or(0),
+                &model
+                    .weight_accounts
+                    .get(section)
+                    .copied()
+                    .unwrap_or_default()
+                    .to_bytes(),
+                &key.to_bytes(),
+            )
+        }
+    }
+
+    /// The model PDA and its bump: seeds [b"model", authority, weights hash].
+    pub fn model_address(
+        program_id: &Pubkey,
+        authority: &Pubkey,
+        weights_hash: &[u8; 32],
+    ) -> (Pubkey, u8) {
+        Pubkey::find_program_address(&[MODEL_SEED, authority.as_ref(), weights_hash], program_id)
+    }
+
+    /// The seed of section `section`'s weight account ([`weight_seed_bytes`]).
+    pub fn weight_seed(model: &Pubkey, section: u8) -> String {
+        let seed = weight_seed_bytes(&model.to_bytes(), section);
+        // The seed is ASCII.
+        seed.iter().map(|&b| b as char).collect()
+    }
+
+    /// The address of section `section`'s weight account: create_with_seed(authority,
+    /// weight_seed, program id).
+    pub fn weight_address(
+        program_id: &Pubkey,
+        authority: &Pubkey,
+        model: &Pubkey,
+        section: u8,
+    ) -> Pubkey {
+        // The seed is 29 bytes and the owner is a program id, so derivation cannot fail.
+        Pubkey::create_with_seed(authority, &weight_seed(model, section), program_id)
+            .unwrap_or_default()
+    }
 }

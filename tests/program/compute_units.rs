@@ -1,0 +1,231 @@
+//! Compute units of every instruction, measured in the VM on the SBF binary, against the goals
+//! of docs/program.md, and the client's compute-unit limits against the measures.
+//! `scripts/bench-cu` prints the table (this test with --nocapture).
+
+use crate::harness::*;
+use curta_client::engine::{fixed_limit, Kind};
+use curta_core::convert::synth;
+use curta_core::Config;
+use curta_program::instruction as ix;
+use curta_program::state::ModelState;
+use curta_tests::{split_sections, tiny_sections};
+use solana_instruction::Instruction;
+use solana_sdk::signature::{Keypair, Signer};
+
+/// An 18-section artifact (16 layers, the maximum): dimension 64, hidden 256, 8 heads,
+/// vocabulary 512; 1,114,112 matrix weights, over the 1,000,000 that split the layers.
+fn eighteen_sections() -> Vec<Vec<u8>> {
+    let config = Config {
+        dim: 64,
+        hidden_dim: 256,
+        layers: 16,
+        heads: 8,
+        kv_heads: 8,
+        vocab_size: 512,
+        context_length: 64,
+    };
+    let artifact = curta_core::convert::convert(
+        &synth::checkpoint(&config, true, 18),
+        &synth::tokenizer(config.vocab_size, 18),
+    )
+    .expect("converting the synthetic 16-layer checkpoint");
+    let sections = split_sections(&artifact);
+    assert_eq!(sections.len(), 18);
+    sections
+}
+
+struct Table(Vec<(String, u64)>);
+
+impl Table {
+    /// Sends `instructions` (one transaction) and records the units it consumed.
+    async fn measure(
+        &mut self,
+        bank: &mut Bank,
+        name: &str,
+        instructions: &[Instruction],
+        signers: &[&Keypair],
+    ) -> u64 {
+        let (result, logs, units) = bank.send_metered(instructions, signers).await;
+        assert_eq!(result, Ok(()), "{name}: {logs:#?}");
+        self.0.push((name.to_string(), units));
+        units
+    }
+}
+
+#[tokio::test]
+async fn compute_units_of_every_instruction() {
+    let mut bank = Bank::start().await;
+    let a = bank.authority.insecure_clone();
+    let mut table = Table(vec![]);
+
+    // Two sections: section zero (the hand-built header) and 200,000 bytes, chunks 0..=4
+    // (chunk 4 is the short last one: 200,000 - 3 x 65,536 = 3,392 bytes).
+    let sections = tiny_sections(200_000, 3);
+    let declared = curta_tests::sha256_chain(sections.iter().map(|s| s.as_slice()));
+    let (model, _) = curta_program::state::model_address(&PROGRAM, &a.pubkey(), &declared);
+    let lengths: Vec<u32> = sections.iter().map(|s| s.len() as u32).collect();
+    let create_model = table
+        .measure(
+            &mut bank,
+            "CreateModel (2 sections)",
+            &[ix::create_model(&PROGRAM, &a.pubkey(), declared, &lengths)],
+            &[&a],
+        )
+        .await;
+    let p = Published {
+        model,
+        authority: a.pubkey(),
+        signer: a.insecure_clone(),
+        weights: (0..2)
+            .map(|s| curta_program::state::weight_address(&PROGRAM, &a.pubkey(), &model, s))
+            .collect(),
+        sections,
+        declared,
+    };
+    init_one(&mut bank, &p, 0).await;
+    let create_and_init = [
+        create_weight(&bank, &p, 1),
+        ix::init_weight_account(&PROGRAM, &p.model, &p.weights[1], &p.authority, 1),
+    ];
+    let create_init = table
+        .measure(
+            &mut bank,
+            "create_account_with_seed + InitWeightAccount",
+            &create_and_init,
+            &[&a],
+        )
+        .await;
+    write_all(&mut bank, &p, 16).await;
+    let bytes = &p.sections[1][1_019..2 * 1_019];
+    let write = table
+        .measure(
+            &mut bank,
+            "Write of 1,019 bytes",
+            &[ix::write(
+                &PROGRAM,
+                &p.weights[1],
+                &p.authority,
+                1_019,
+                bytes,
+            )],
+            &[&a],
+        )
+        .await;
+    let seal0 = |pass| ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, pass);
+    let chunk0_tiny = table
+        .measure(
+            &mut bank,
+            "Seal chunk 0 (2-section header)",
+            &[seal0(0)],
+            &[&a],
+        )
+        .await;
+    let seal = |chunk| ix::seal(&PROGRAM, &p.model, &p.weights[1], 0, chunk);
+    let full = table
+        .measure(
+            &mut bank,
+            "Seal of a full 65,536-byte chunk",
+            &[seal(1)],
+            &[],
+        )
+        .await;
+    bank.send(&[seal(2)], &[]).await.unwrap();
+    bank.send(&[seal(3)], &[]).await.unwrap();
+    let last = table
+        .measure(
+            &mut bank,
+            "Seal of the short last chunk (3,392 bytes, seals)",
+            &[seal(4)],
+            &[],
+        )
+        .await;
+    assert_eq!(bank.model(&p.model).await.state, ModelState::Sealed);
+
+    // Reopen and Close of 2 and of 18 sections, every weight account initialized, Sealing.
+    let q = written(&mut bank, tiny_sections(70_000, 4)).await;
+    let r = written(&mut bank, eighteen_sections()).await;
+    let mut chunk0_18 = 0;
+    let (mut reopen, mut close) = (vec![], vec![]);
+    for (m, n) in [(&q, 2), (&r, 18)] {
+        let start = |pass| ix::start_seal(&PROGRAM, &m.model, &m.weights[0], &m.authority, pass);
+        let units = table
+            .measure(
+                &mut bank,
+                &format!("Seal chunk 0 ({n}-section header), before Reopen"),
+                &[start(0)],
+                &[&a],
+            )
+            .await;
+        if n == 18 {
+            chunk0_18 = units;
+        }
+        let reopen_ix = ix::reopen(&PROGRAM, &m.model, &m.authority, &m.weights);
+        reopen.push(
+            table
+                .measure(
+                    &mut bank,
+                    &format!("Reopen ({n} sections)"),
+                    &[reopen_ix],
+                    &[&a],
+                )
+                .await,
+        );
+        bank.send(&[start(1)], &[&a]).await.unwrap();
+        let close_ix = ix::close(
+            &PROGRAM,
+            &m.model,
+            &m.authority,
+            &bank.mallory.pubkey(),
+            &m.weights,
+        );
+        close.push(
+            table
+                .measure(
+                    &mut bank,
+                    &format!("Close ({n} sections)"),
+                    &[close_ix],
+                    &[&a],
+                )
+                .await,
+        );
+    }
+
+    let so = curta_tests::program_so();
+    println!("\nCompute units in the VM, {}", so.describe());
+    assert!(
+        so.bytes.len() < 128 * 1024,
+        "the binary: {} bytes",
+        so.bytes.len()
+    );
+    println!("| Instruction | CU |\n|---|---:|");
+    for (name, units) in &table.0 {
+        println!("| {name} | {units} |");
+    }
+
+    // The goals (docs/program.md, where the misses are explained): a Write of 1,019 bytes at
+    // most 1,500 and Close of 18 sections under 200,000 (met); a full-chunk Seal within 2% of
+    // the sol_sha256 floor (85 + 16 + 32,768 = 32,869; at most 33,500) and chunk 0 at most
+    // 40,000 (missed: measured 33,633, and 61,463 / 89,829). The bounds below are the
+    // measures plus a little, so a regression fails here.
+    assert!(write <= 1_500, "Write: {write}");
+    assert!(close[1] < 200_000, "Close of 18: {}", close[1]);
+    assert!((32_869..=34_000).contains(&full), "full-chunk Seal: {full}");
+    assert!(chunk0_tiny <= 64_000, "chunk 0, 2 sections: {chunk0_tiny}");
+    assert!(chunk0_18 <= 92_000, "chunk 0, 18 sections: {chunk0_18}");
+    assert!(last < full, "the short last chunk: {last}");
+
+    // The client's limits cover what they are the limit of.
+    assert!(fixed_limit(Kind::Write) as u64 >= write);
+    for seal in [full, last, chunk0_tiny, chunk0_18] {
+        assert!(fixed_limit(Kind::Seal) as u64 >= seal, "seal {seal}");
+    }
+    // Every Seal after the first gets at least SEAL_CHUNK_LIMIT.
+    assert!(curta_client::engine::SEAL_CHUNK_LIMIT as u64 >= full.max(last));
+    assert!(fixed_limit(Kind::Create) as u64 >= create_model + create_init);
+    for units in reopen {
+        assert!(fixed_limit(Kind::Reopen) as u64 >= units, "reopen {units}");
+    }
+    for units in close {
+        assert!(fixed_limit(Kind::Close) as u64 >= units, "close {units}");
+    }
+}
