@@ -295,3 +295,100 @@ pub(crate) fn check_header_len(bytes: &[u8], what: &'static str) -> Result<(), F
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Expected positions from the spec's tables ("The header", "Sections", "Matrix
+    // descriptors"), read back with from_le_bytes rather than the le helpers.
+    fn u32_le(b: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    }
+
+    fn u64_le(b: &[u8], at: usize) -> u64 {
+        u32_le(b, at) as u64 | (u32_le(b, at + 4) as u64) << 32
+    }
+
+    #[test]
+    fn the_block_table_has_the_spec_offsets_and_order() {
+        let offsets = Block::ALL.map(Block::header_offset);
+        assert_eq!(offsets, [40, 44, 48, 52, 56, 60, 64]);
+        let names = Block::ALL.map(Block::name);
+        assert_eq!(
+            names,
+            [
+                "normalization coefficients",
+                "rotary coefficients",
+                "exponential table",
+                "SiLU table",
+                "tokenizer entries",
+                "sorted token ids",
+                "token strings",
+            ]
+        );
+        // stories15M: d 288, L 6, context 256, head size 48, v 32,000.
+        let c = Config::from_fields([288, 768, 6, 6, 6, 32_000, 256]);
+        let lengths = Block::ALL.map(|b| b.byte_len(&c));
+        let expected = [
+            13 * 288 * 4,
+            256 * 48 * 4,
+            4097 * 4,
+            4097 * 4,
+            32_000 * 16,
+            32_000 * 4,
+        ];
+        assert_eq!(lengths[..6], expected.map(Some));
+        assert_eq!(lengths[6], None);
+    }
+
+    #[test]
+    fn header_fields_are_written_at_the_spec_bytes_and_read_back() {
+        let header = Header {
+            tag: TAG,
+            config: Config::from_fields([1, 2, 3, 4, 5, 6, 7]),
+            section_count: 8,
+            blocks: BlockOffsets::from_offsets([9, 10, 11, 12, 13, 14, 15]),
+            inv_sqrt_head_size: 16,
+        };
+        let mut bytes = [0u8; HEADER_LEN];
+        header.write(&mut bytes);
+        assert_eq!(&bytes[..8], b"CURTAW01");
+        let words: [u32; 16] = core::array::from_fn(|i| u32_le(&bytes, 8 + 4 * i));
+        assert_eq!(words, core::array::from_fn(|i| i as u32 + 1));
+        assert!(bytes[72..].iter().all(|&b| b == 0));
+        assert_eq!(Header::read(&bytes), header);
+        assert_eq!(header.blocks.get(Block::SortedIds), 14);
+    }
+
+    #[test]
+    fn table_entries_are_written_at_the_spec_bytes_and_read_back() {
+        let mut bytes = [0u8; HEADER_LEN];
+        let section = SectionEntry {
+            offset: 0x0102_0304_0506_0708,
+            length: 0x1112_1314_1516_1718,
+        };
+        section.write(&mut bytes, 2);
+        assert_eq!(u64_le(&bytes, 160), section.offset);
+        assert_eq!(u64_le(&bytes, 168), section.length);
+        assert_eq!(SectionEntry::read(&bytes, 2), section);
+
+        let matrix = MatrixDescriptor {
+            section: 3,
+            columns: 288,
+            rows: 768,
+            row_bytes: 296,
+            offset: 0x0a0b_0c0d_0e0f_1011,
+        };
+        matrix.write(&mut bytes, 5);
+        let at = 512 + 24 * 5;
+        let words = [0, 4, 8, 12].map(|o| u32_le(&bytes, at + o));
+        assert_eq!(words, [3, 288, 768, 296]);
+        assert_eq!(u64_le(&bytes, at + 16), matrix.offset);
+        assert_eq!(MatrixDescriptor::read(&bytes, 5), matrix);
+        // Nothing but the two entries was written.
+        bytes[160..176].fill(0);
+        bytes[at..at + 24].fill(0);
+        assert!(bytes.iter().all(|&b| b == 0));
+    }
+}

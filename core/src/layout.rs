@@ -23,6 +23,9 @@ pub const SCALE_BITS: u32 = 24;
 pub const ALIGNMENT: usize = 8;
 /// A row: its u32 scale, four zero bytes, then from this byte one byte per column.
 pub const ROW_WEIGHTS_OFFSET: usize = 8;
+/// Each stored weight byte is the int8 weight plus this (so the row's padding bytes, 128,
+/// are weights of zero).
+pub const WEIGHT_BIAS: i32 = 128;
 
 /// The model's shape: the first seven fields of the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -293,5 +296,43 @@ impl TokenEntry {
         put_u32(section_zero, at + token_entry::SCORE_KEY, self.score_key);
         put_u32(section_zero, at + token_entry::LENGTH, self.length);
         put_u32(section_zero, at + token_entry::OFFSET, self.offset);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spec's tensor order and D8's sections, for stories15M (8 sections) and a model
+    /// under 1,000,000 weights (2 sections).
+    #[test]
+    fn matrix_index_decides_kind_layer_shape_and_section() {
+        let big = Config::from_fields([288, 768, 6, 6, 6, 32_000, 256]);
+        let small = Config::from_fields([64, 172, 5, 8, 4, 512, 512]);
+        assert_eq!((big.matrix_count(), big.section_count()), (44, 8));
+        assert_eq!((small.matrix_count(), small.section_count()), (37, 2));
+        // (index, kind, layer, rows × columns in stories15M, section there)
+        let cases = [
+            (0, MatrixKind::TokenEmbedding, None, (32_000, 288), 1),
+            (1, MatrixKind::Classifier, None, (32_000, 288), 1),
+            (2, MatrixKind::Query, Some(0), (288, 288), 2),
+            (7, MatrixKind::FeedForwardDown, Some(0), (288, 768), 2),
+            (8, MatrixKind::FeedForwardUp, Some(0), (768, 288), 2),
+            (9, MatrixKind::Query, Some(1), (288, 288), 3),
+            (43, MatrixKind::FeedForwardUp, Some(5), (768, 288), 7),
+        ];
+        for (index, kind, layer, shape, section) in cases {
+            assert_eq!(MatrixKind::of(index), (kind, layer), "matrix {index}");
+            assert_eq!(big.matrix_shape(index), shape, "matrix {index}");
+            assert_eq!(big.matrix_section(index), section, "matrix {index}");
+            assert_eq!(small.matrix_section(index), 1, "matrix {index}");
+        }
+        assert_eq!(Config::matrix_name(5), "attention output");
+        // Key and value are k × d with k = 64 × 4 / 8 = 32.
+        assert_eq!(small.matrix_shape(3), (32, 64));
+        assert_eq!(
+            small.weight_count(),
+            64 * 512 + 5 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 172)
+        );
     }
 }

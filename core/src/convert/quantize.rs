@@ -9,7 +9,7 @@
 
 use super::TWO_24;
 use crate::le::{f32_at, put_u32};
-use crate::ROW_WEIGHTS_OFFSET;
+use crate::{ROW_WEIGHTS_OFFSET, WEIGHT_BIAS};
 use rayon::prelude::*;
 
 /// A row whose scale does not fit its u32 field.
@@ -32,11 +32,11 @@ pub fn quantize_row(weights: &[u8], out: &mut [u8]) -> Result<(), f64> {
     let m = f32::from_bits(max_bits) as f64;
     let (head, rest) = out.split_at_mut(ROW_WEIGHTS_OFFSET);
     let (weight_bytes, padding) = rest.split_at_mut(columns);
-    padding.fill(128);
+    padding.fill(WEIGHT_BIAS as u8);
     head[4..].fill(0);
     if m == 0.0 {
         put_u32(head, 0, 1);
-        weight_bytes.fill(128);
+        weight_bytes.fill(WEIGHT_BIAS as u8);
         return Ok(());
     }
     let scale = m / 127.0;
@@ -48,7 +48,7 @@ pub fn quantize_row(weights: &[u8], out: &mut [u8]) -> Result<(), f64> {
     for (byte, w) in weight_bytes.iter_mut().zip(floats) {
         // |w / scale| <= 127 (plus rounding), so the integer rounding below is exact.
         let q = round_half_away((w as f64) / scale).clamp(-127, 127);
-        *byte = (q + 128) as u8;
+        *byte = (q + WEIGHT_BIAS) as u8;
     }
     Ok(())
 }
