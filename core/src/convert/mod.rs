@@ -39,21 +39,16 @@ pub fn convert(checkpoint: &[u8], tokenizer: &[u8]) -> Result<Vec<u8>, ConvertEr
     let mut out = vec![0u8; plan.file_len() as usize];
     let (section_zero, matrices) = out.split_at_mut(plan.section_lengths[0] as usize);
     write_header(section_zero, &config, &plan);
-    let as_words = |values: Vec<i32>| values.into_iter().map(|v| v as u32);
-    write_words(section_zero, &plan, Block::Norm, as_words(norm));
-    write_words(
-        section_zero,
-        &plan,
-        Block::Rotary,
-        as_words(tables::rotary(&config)),
-    );
-    write_words(section_zero, &plan, Block::Exp, tables::exp_table());
-    write_words(
-        section_zero,
-        &plan,
-        Block::Silu,
-        as_words(tables::silu_table()),
-    );
+    let words = |values: Vec<i32>| values.into_iter().map(|v| v as u32).collect();
+    let fixed_point: [(Block, Vec<u32>); 4] = [
+        (Block::Norm, words(norm)),
+        (Block::Rotary, words(tables::rotary(&config))),
+        (Block::Exp, tables::exp_table()),
+        (Block::Silu, words(tables::silu_table())),
+    ];
+    for (block, values) in fixed_point {
+        write_words(section_zero, &plan, block, values);
+    }
     write_tokenizer(section_zero, &plan, &tokenizer);
     write_matrices(matrices, &checkpoint, &plan)?;
     Ok(out)
