@@ -17,6 +17,30 @@ pub const STORIES15M: Config = Config {
     context_length: 256,
 };
 
+/// A grouped-query shape over 1,000,000 weights (L + 2 sections): dim 128, hidden 384,
+/// 6 layers, 8 heads, 2 key and value heads, vocabulary 512, context 128.
+pub const GQA: Config = Config {
+    dim: 128,
+    hidden_dim: 384,
+    layers: 6,
+    heads: 8,
+    kv_heads: 2,
+    vocab_size: 512,
+    context_length: 128,
+};
+
+/// The smallest useful shape: dim 8, hidden 16, 1 layer, 2 heads (head size 4), 1 key and
+/// value head, vocabulary 259, context 4.
+pub const TINY: Config = Config {
+    dim: 8,
+    hidden_dim: 16,
+    layers: 1,
+    heads: 2,
+    kv_heads: 1,
+    vocab_size: 259,
+    context_length: 4,
+};
+
 /// SplitMix64: small, fast and fully specified.
 pub struct Rng(u64);
 
