@@ -201,6 +201,13 @@ impl Header {
     }
 }
 
+/// Header byte 68, round(2^24 / sqrt(head size)) in integers: n is the nearest integer to sqrt(2^48 / h)
+/// exactly when (2n - 1)^2 <= 2^50 / h < (2n + 1)^2, and no tie can occur for these h.
+pub fn inv_sqrt_head_size(head_size: u32) -> u32 {
+    let s = ((1u64 << 50) / head_size as u64).isqrt();
+    s.div_ceil(2) as u32
+}
+
 fn words(bytes: &[u8], at: usize) -> [u32; 7] {
     core::array::from_fn(|i| u32_at(bytes, at + 4 * i))
 }

@@ -30,8 +30,8 @@ pub use decode::{decode, Artifact, Matrix, Row};
 pub use error::FormatError;
 pub use hash::{chain_chunk, chunk_count, total_chunks, weights_hash, WeightsHasher};
 pub use header::{
-    field, Block, BlockOffsets, Header, MatrixDescriptor, SectionEntry, DESCRIPTOR_LEN, HEADER_LEN,
-    MATRIX_TABLE_OFFSET, SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
+    field, inv_sqrt_head_size, Block, BlockOffsets, Header, MatrixDescriptor, SectionEntry,
+    DESCRIPTOR_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
 };
 pub use layout::*;
-pub use metadata::{inv_sqrt_head_size, Metadata};
+pub use metadata::Metadata;

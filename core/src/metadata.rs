@@ -1,6 +1,7 @@
 //! Section zero, read in place: the header, the section table, the matrix descriptors and the
 //! blocks that follow the header. Nothing is copied; every accessor reads the bytes it names.
 
+use crate::header::inv_sqrt_head_size;
 use crate::header::{check_header_len, descriptor, field, section_entry, Block, Header};
 use crate::le::u32_at;
 use crate::*;
@@ -12,13 +13,6 @@ pub struct Metadata<'a> {
     config: Config,
     blocks: BlockOffsets,
     section_count: usize,
-}
-
-/// round(2^24 / sqrt(head size)) in integers: n is the nearest integer to sqrt(2^48 / h)
-/// exactly when (2n - 1)^2 <= 2^50 / h < (2n + 1)^2, and no tie can occur for these h.
-pub fn inv_sqrt_head_size(head_size: u32) -> u32 {
-    let s = ((1u64 << 50) / head_size as u64).isqrt();
-    s.div_ceil(2) as u32
 }
 
 impl<'a> Metadata<'a> {
