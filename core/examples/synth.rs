@@ -7,7 +7,6 @@
 //! tiny: dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, vocabulary 259, context 4, tied.
 
 use curta_core::convert::synth;
-use curta_core::Config;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -22,30 +21,8 @@ fn main() {
         .unwrap_or(15);
     let (config, tied) = match shape {
         "stories15M" => (synth::STORIES15M, true),
-        "gqa" => (
-            Config {
-                dim: 128,
-                hidden_dim: 384,
-                layers: 6,
-                heads: 8,
-                kv_heads: 2,
-                vocab_size: 512,
-                context_length: 128,
-            },
-            false,
-        ),
-        "tiny" => (
-            Config {
-                dim: 8,
-                hidden_dim: 16,
-                layers: 1,
-                heads: 2,
-                kv_heads: 1,
-                vocab_size: 259,
-                context_length: 4,
-            },
-            true,
-        ),
+        "gqa" => (synth::GQA, false),
+        "tiny" => (synth::TINY, true),
         other => {
             eprintln!("unknown shape {other}");
             std::process::exit(2);

@@ -1,7 +1,9 @@
 //! A whole artifact: section zero's metadata plus the sections as byte ranges of the file.
 
-use crate::metadata::u32_at;
-use crate::{FormatError, MatrixDescriptor, Metadata, HEADER_LEN, MAX_SECTIONS};
+use crate::header::check_header_len;
+use crate::le::u32_at;
+use crate::{FormatError, MatrixDescriptor, Metadata, SectionEntry, HEADER_LEN, MAX_SECTIONS};
+use crate::{ROW_WEIGHTS_OFFSET, TAG};
 
 /// A checked artifact borrowed from the file's bytes.
 #[derive(Clone, Copy, Debug)]
@@ -27,18 +29,11 @@ pub struct Row<'a> {
 /// Checks the tag, the configuration, that the sections tile the file exactly from byte zero,
 /// the section limits, and every descriptor's shape, alignment and bounds.
 pub fn decode(file: &[u8]) -> Result<Artifact<'_>, FormatError> {
-    if file.len() < HEADER_LEN {
-        return Err(FormatError::Truncated {
-            what: "the artifact's header",
-            offset: 0,
-            needed: HEADER_LEN as u64,
-            available: file.len() as u64,
-        });
-    }
-    // Section zero's length is the second word of section table entry 0; the metadata checks
-    // the whole table against it.
-    let zero_length = u64::from(u32_at(file, 136)) | (u64::from(u32_at(file, 140)) << 32);
-    if file[..8] == crate::TAG && zero_length > file.len() as u64 {
+    check_header_len(file, "the artifact's header")?;
+    // Section zero's length, from section table entry 0; the metadata checks the whole table
+    // against it.
+    let zero_length = SectionEntry::read(file, 0).length;
+    if file[..TAG.len()] == TAG && zero_length > file.len() as u64 {
         return Err(FormatError::Truncated {
             what: "section zero",
             offset: 0,
@@ -117,7 +112,8 @@ impl<'a> Matrix<'a> {
         let row = &self.bytes[r as usize * len..(r as usize + 1) * len];
         Row {
             scale: u32_at(row, 0),
-            weights: &row[8..8 + self.descriptor.columns as usize],
+            weights: &row
+                [ROW_WEIGHTS_OFFSET..ROW_WEIGHTS_OFFSET + self.descriptor.columns as usize],
         }
     }
 }

@@ -1,6 +1,8 @@
 //! What can be wrong with an artifact. Every variant names the field or byte offset, and what
 //! was expected against what was found.
 
+use crate::header::{field, section_entry, SectionEntry};
+
 /// An artifact (or its section zero) that does not follow the format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
@@ -37,7 +39,7 @@ pub enum FormatError {
     #[error("head size (dimension / heads) is {head_size}, expected an even number up to 64")]
     HeadSize { head_size: u32 },
 
-    #[error("header field section count (byte 36) is {found}, but the configuration's layout has {expected} sections")]
+    #[error("header field section count (byte {at}) is {found}, but the configuration's layout has {expected} sections", at = field::SECTION_COUNT)]
     SectionCount { found: u64, expected: u64 },
 
     #[error("section {section} (section table byte {entry}): offset is {found}, expected {expected} (where the previous section ends)")]
@@ -60,7 +62,7 @@ pub enum FormatError {
     #[error("the sections do not tile the file: the section table ends at byte {sections_end}, the file is {file_length} bytes")]
     FileLength { sections_end: u64, file_length: u64 },
 
-    #[error("section zero is {found} bytes, but the section table (byte 136) says {expected}")]
+    #[error("section zero is {found} bytes, but the section table (byte {at}) says {expected}", at = SectionEntry::at(0) + section_entry::LENGTH)]
     SectionZeroLength { found: u64, expected: u64 },
 
     #[error("{block} (offset at header byte {field}) starts at {offset}, expected {min} or later")]
@@ -92,7 +94,7 @@ pub enum FormatError {
         expected: u64,
     },
 
-    #[error("header byte 68 (one over the square root of the head size) is {found}, expected {expected}")]
+    #[error("header byte {at} (one over the square root of the head size) is {found}, expected {expected}", at = field::INV_SQRT_HEAD_SIZE)]
     InvSqrtHeadSize { found: u32, expected: u32 },
 
     #[error("matrix descriptor {index} ({name}): offset {offset} is not a multiple of eight")]
@@ -112,7 +114,7 @@ pub enum FormatError {
         section_length: u64,
     },
 
-    #[error("token {id}: {length} bytes at offset {offset} are not inside the token strings (bytes {strings}..{section_length} of section zero) or are over 128")]
+    #[error("token {id}: {length} bytes at offset {offset} are not inside the token strings (bytes {strings}..{section_length} of section zero) or are over {max}", max = crate::MAX_TOKEN_LEN)]
     TokenOutOfBounds {
         id: u32,
         offset: u64,

@@ -5,12 +5,24 @@
 //! uses exactly that part. With `std` it also has the converter from llama2.c files.
 #![cfg_attr(not(feature = "std"), no_std)]
 
+// The no_std part builds with Rust 1.85 (Debian's rustc-web, which the program's SBF build
+// may use): clippy neither suggests nor accepts newer APIs there. The converter (std) follows
+// the workspace's Rust.
+#[clippy::msrv = "1.85"]
 mod declared;
+#[clippy::msrv = "1.85"]
 mod decode;
+#[clippy::msrv = "1.85"]
 mod error;
+#[clippy::msrv = "1.85"]
 mod hash;
+#[clippy::msrv = "1.85"]
+pub mod header;
+#[clippy::msrv = "1.85"]
 mod layout;
+#[clippy::msrv = "1.85"]
 pub mod le;
+#[clippy::msrv = "1.85"]
 mod metadata;
 
 #[cfg(feature = "std")]
@@ -20,7 +32,9 @@ pub use declared::DeclaredError;
 pub use decode::{decode, Artifact, Matrix, Row};
 pub use error::FormatError;
 pub use hash::{chain_chunk, chunk_count, total_chunks, weights_hash, WeightsHasher};
-pub use layout::*;
-pub use metadata::{
-    inv_sqrt_head_size, BlockOffsets, MatrixDescriptor, Metadata, SectionEntry, TokenEntry,
+pub use header::{
+    field, inv_sqrt_head_size, Block, BlockOffsets, Header, MatrixDescriptor, SectionEntry,
+    DESCRIPTOR_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
 };
+pub use layout::*;
+pub use metadata::Metadata;

@@ -1,52 +1,10 @@
 //! Section zero, read in place: the header, the section table, the matrix descriptors and the
 //! blocks that follow the header. Nothing is copied; every accessor reads the bytes it names.
 
-use crate::layout::{field, *};
-use crate::FormatError;
-
-/// Entry i of the section table: 16 bytes at 128 + 16 × i.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SectionEntry {
-    pub offset: u64,
-    pub length: u64,
-}
-
-/// Descriptor i of the matrix table: 24 bytes at 512 + 24 × i.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MatrixDescriptor {
-    pub section: u32,
-    pub columns: u32,
-    pub rows: u32,
-    pub row_bytes: u32,
-    pub offset: u64,
-}
-
-impl MatrixDescriptor {
-    /// rows × row length, in bytes.
-    pub fn byte_len(&self) -> u64 {
-        self.rows as u64 * self.row_bytes as u64
-    }
-}
-
-/// The offsets at header bytes 40 to 64, counted from the start of section zero.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BlockOffsets {
-    pub norm: u32,
-    pub rotary: u32,
-    pub exp: u32,
-    pub silu: u32,
-    pub token_entries: u32,
-    pub sorted_ids: u32,
-    pub token_strings: u32,
-}
-
-/// Tokenizer entry `id`: 16 bytes at the token entries' offset + 16 × id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TokenEntry {
-    pub score_key: u32,
-    pub length: u32,
-    pub offset: u32,
-}
+use crate::header::inv_sqrt_head_size;
+use crate::header::{check_header_len, descriptor, field, section_entry, Block, Header};
+use crate::le::u32_at;
+use crate::*;
 
 /// A checked view of section zero.
 #[derive(Clone, Copy, Debug)]
@@ -57,62 +15,21 @@ pub struct Metadata<'a> {
     section_count: usize,
 }
 
-pub(crate) use crate::le::{u32_at, u64_at};
-
-/// round(2^24 / sqrt(head size)) in integers: n is the nearest integer to sqrt(2^48 / h)
-/// exactly when (2n - 1)^2 <= 2^50 / h < (2n + 1)^2, and no tie can occur for these h.
-pub fn inv_sqrt_head_size(head_size: u32) -> u32 {
-    isqrt_below_2_52((1u64 << 50) / head_size as u64).div_ceil(2) as u32
-}
-
-/// floor(sqrt(n)) for n < 2^52 by bisection. Its products stay below 2^52, so it needs no
-/// overflow-checked 64-bit multiply: `u64::isqrt` does, and that becomes a 128-bit multiply
-/// (`__multi3`) that the SBF route's LLVM 19 BPF backend cannot call.
-fn isqrt_below_2_52(n: u64) -> u64 {
-    // Invariant: lo^2 <= n < hi^2.
-    let (mut lo, mut hi) = (0u64, 1u64 << 26);
-    while hi - lo > 1 {
-        let mid = (lo + hi) / 2;
-        if mid * mid <= n {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
 impl<'a> Metadata<'a> {
     /// Reads and checks section zero: the tag, the configuration's ranges, the section count
     /// and table, that every block lies past the header and inside section zero in the spec's
     /// order, and that every matrix descriptor has its configuration's shape, its layout's
     /// section, a row length, an aligned offset and lies inside its section.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, FormatError> {
-        if bytes.len() < HEADER_LEN {
-            return Err(FormatError::Truncated {
-                what: "section zero's header",
-                offset: 0,
-                needed: HEADER_LEN as u64,
-                available: bytes.len() as u64,
-            });
+        check_header_len(bytes, "section zero's header")?;
+        let header = Header::read(bytes);
+        if header.tag != TAG {
+            return Err(FormatError::BadTag { found: header.tag });
         }
-        let mut tag = [0u8; 8];
-        tag.copy_from_slice(&bytes[..8]);
-        if tag != TAG {
-            return Err(FormatError::BadTag { found: tag });
-        }
-        let config = Config {
-            dim: u32_at(bytes, field::DIM),
-            hidden_dim: u32_at(bytes, field::HIDDEN_DIM),
-            layers: u32_at(bytes, field::LAYERS),
-            heads: u32_at(bytes, field::HEADS),
-            kv_heads: u32_at(bytes, field::KV_HEADS),
-            vocab_size: u32_at(bytes, field::VOCAB_SIZE),
-            context_length: u32_at(bytes, field::CONTEXT_LENGTH),
-        };
+        let config = header.config;
         config.validate()?;
 
-        let section_count = u32_at(bytes, field::SECTION_COUNT) as u64;
+        let section_count = header.section_count as u64;
         if !(MIN_SECTIONS as u64..=MAX_SECTIONS as u64).contains(&section_count) {
             return Err(FormatError::FieldOutOfRange {
                 field: "section count",
@@ -130,15 +47,7 @@ impl<'a> Metadata<'a> {
         let metadata = Metadata {
             bytes,
             config,
-            blocks: BlockOffsets {
-                norm: u32_at(bytes, field::NORM_OFFSET),
-                rotary: u32_at(bytes, field::ROTARY_OFFSET),
-                exp: u32_at(bytes, field::EXP_OFFSET),
-                silu: u32_at(bytes, field::SILU_OFFSET),
-                token_entries: u32_at(bytes, field::TOKEN_ENTRIES_OFFSET),
-                sorted_ids: u32_at(bytes, field::SORTED_IDS_OFFSET),
-                token_strings: u32_at(bytes, field::TOKEN_STRINGS_OFFSET),
-            },
+            blocks: header.blocks,
             section_count: section_count as usize,
         };
         metadata.check_reserved_zero()?;
@@ -146,9 +55,9 @@ impl<'a> Metadata<'a> {
         metadata.check_blocks()?;
         metadata.check_descriptors()?;
         let expected = inv_sqrt_head_size(config.head_size());
-        if metadata.inv_sqrt_head_size() != expected {
+        if header.inv_sqrt_head_size != expected {
             return Err(FormatError::InvSqrtHeadSize {
-                found: metadata.inv_sqrt_head_size(),
+                found: header.inv_sqrt_head_size,
                 expected,
             });
         }
@@ -158,10 +67,10 @@ impl<'a> Metadata<'a> {
     /// D9: header bytes the spec's tables leave out are zero: 72 to 128, the section table
     /// past the section count, the matrix table past the matrix count.
     fn check_reserved_zero(&self) -> Result<(), FormatError> {
-        let sections_end = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * self.section_count;
-        let matrices_end = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * self.config.matrix_count();
+        let sections_end = SectionEntry::at(self.section_count);
+        let matrices_end = MatrixDescriptor::at(self.config.matrix_count());
         let reserved = [
-            (field::INV_SQRT_HEAD_SIZE + 4, SECTION_TABLE_OFFSET),
+            (field::END, SECTION_TABLE_OFFSET),
             (sections_end, MATRIX_TABLE_OFFSET),
             (matrices_end, HEADER_LEN),
         ];
@@ -181,12 +90,12 @@ impl<'a> Metadata<'a> {
     fn check_sections(&self) -> Result<(), FormatError> {
         let mut expected_offset = 0u64;
         for i in 0..self.section_count {
-            let entry = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * i;
+            let entry = SectionEntry::at(i);
             let section = self.section(i);
             if section.offset != expected_offset {
                 return Err(FormatError::SectionOffset {
                     section: i,
-                    entry,
+                    entry: entry + section_entry::OFFSET,
                     found: section.offset,
                     expected: expected_offset,
                 });
@@ -195,7 +104,7 @@ impl<'a> Metadata<'a> {
             if section.length < min || section.length > MAX_SECTION_LEN as u64 {
                 return Err(FormatError::SectionLength {
                     section: i,
-                    entry: entry + 8,
+                    entry: entry + section_entry::LENGTH,
                     length: section.length,
                     min,
                     max: MAX_SECTION_LEN as u64,
@@ -216,72 +125,28 @@ impl<'a> Metadata<'a> {
     /// Each block past the header, in the spec's order, none running into the next, the token
     /// strings last, up to the end of section zero.
     fn check_blocks(&self) -> Result<(), FormatError> {
-        let c = &self.config;
-        let b = &self.blocks;
-        let v = c.vocab_size as u64;
-        let blocks: [(&'static str, usize, u32, u64); 7] = [
-            (
-                "normalization coefficients",
-                field::NORM_OFFSET,
-                b.norm,
-                4 * c.norm_len() as u64,
-            ),
-            (
-                "rotary coefficients",
-                field::ROTARY_OFFSET,
-                b.rotary,
-                4 * c.rotary_len() as u64,
-            ),
-            (
-                "exponential table",
-                field::EXP_OFFSET,
-                b.exp,
-                4 * EXP_TABLE_LEN as u64,
-            ),
-            (
-                "SiLU table",
-                field::SILU_OFFSET,
-                b.silu,
-                4 * SILU_TABLE_LEN as u64,
-            ),
-            (
-                "tokenizer entries",
-                field::TOKEN_ENTRIES_OFFSET,
-                b.token_entries,
-                TOKEN_ENTRY_LEN as u64 * v,
-            ),
-            (
-                "sorted token ids",
-                field::SORTED_IDS_OFFSET,
-                b.sorted_ids,
-                4 * v,
-            ),
-            (
-                "token strings",
-                field::TOKEN_STRINGS_OFFSET,
-                b.token_strings,
-                0,
-            ),
-        ];
+        let end = self.bytes.len() as u64;
         let mut min = HEADER_LEN as u64;
-        for (i, &(block, field, offset, length)) in blocks.iter().enumerate() {
-            let offset = offset as u64;
+        for (i, block) in Block::ALL.into_iter().enumerate() {
+            let offset = self.blocks.get(block) as u64;
             if offset < min {
                 return Err(FormatError::BlockOffset {
-                    block,
-                    field,
+                    block: block.name(),
+                    field: block.header_offset(),
                     offset,
                     min,
                 });
             }
-            let (limit, next) = match blocks.get(i + 1) {
-                Some(&(next, _, next_offset, _)) => (next_offset as u64, next),
-                None => (self.bytes.len() as u64, "the end of section zero"),
+            // The token strings' length is not in the header: they need only fit.
+            let length = block.byte_len(&self.config).unwrap_or(0);
+            let (limit, next) = match Block::ALL.get(i + 1) {
+                Some(&next) => (self.blocks.get(next) as u64, next.name()),
+                None => (end, "the end of section zero"),
             };
-            let limit = limit.min(self.bytes.len() as u64);
+            let limit = limit.min(end);
             if offset + length > limit {
                 return Err(FormatError::BlockOverlap {
-                    block,
+                    block: block.name(),
                     offset,
                     length,
                     limit,
@@ -297,22 +162,27 @@ impl<'a> Metadata<'a> {
     /// of its columns, an offset that is a multiple of eight, and fits its section.
     fn check_descriptors(&self) -> Result<(), FormatError> {
         for index in 0..self.matrix_count() {
-            let at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * index;
+            let at = MatrixDescriptor::at(index);
             let name = Config::matrix_name(index);
             let d = self.matrix(index);
             let (rows, columns) = self.config.matrix_shape(index);
             let checks: [(&'static str, usize, u64, u64); 4] = [
                 (
                     "section",
-                    at,
+                    at + descriptor::SECTION,
                     d.section as u64,
                     self.config.matrix_section(index) as u64,
                 ),
-                ("columns", at + 4, d.columns as u64, columns as u64),
-                ("rows", at + 8, d.rows as u64, rows as u64),
+                (
+                    "columns",
+                    at + descriptor::COLUMNS,
+                    d.columns as u64,
+                    columns as u64,
+                ),
+                ("rows", at + descriptor::ROWS, d.rows as u64, rows as u64),
                 (
                     "row length",
-                    at + 12,
+                    at + descriptor::ROW_BYTES,
                     d.row_bytes as u64,
                     row_length(columns) as u64,
                 ),
@@ -329,7 +199,7 @@ impl<'a> Metadata<'a> {
                     });
                 }
             }
-            if !d.offset.is_multiple_of(8) {
+            if d.offset % ALIGNMENT as u64 != 0 {
                 return Err(FormatError::Misaligned {
                     index,
                     name,
@@ -365,7 +235,8 @@ impl<'a> Metadata<'a> {
         self.blocks
     }
 
-    /// Header byte 68: one over the square root of the head size, 24 fractional bits.
+    /// Header byte 68: one over the square root of the head size, 24 fractional bits (checked
+    /// against the head size).
     pub fn inv_sqrt_head_size(&self) -> u32 {
         u32_at(self.bytes, field::INV_SQRT_HEAD_SIZE)
     }
@@ -381,11 +252,7 @@ impl<'a> Metadata<'a> {
             "section {i} of {}",
             self.section_count
         );
-        let at = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * i;
-        SectionEntry {
-            offset: u64_at(self.bytes, at),
-            length: u64_at(self.bytes, at + 8),
-        }
+        SectionEntry::read(self.bytes, i)
     }
 
     pub fn sections(&self) -> impl Iterator<Item = SectionEntry> + 'a {
@@ -404,14 +271,7 @@ impl<'a> Metadata<'a> {
             "matrix {i} of {}",
             self.matrix_count()
         );
-        let at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * i;
-        MatrixDescriptor {
-            section: u32_at(self.bytes, at),
-            columns: u32_at(self.bytes, at + 4),
-            rows: u32_at(self.bytes, at + 8),
-            row_bytes: u32_at(self.bytes, at + 12),
-            offset: u64_at(self.bytes, at + 16),
-        }
+        MatrixDescriptor::read(self.bytes, i)
     }
 
     pub fn matrices(&self) -> impl Iterator<Item = MatrixDescriptor> + 'a {
@@ -419,45 +279,42 @@ impl<'a> Metadata<'a> {
         (0..self.matrix_count()).map(move |i| this.matrix(i))
     }
 
-    fn word(&self, block: u32, len: usize, i: usize) -> u32 {
-        assert!(i < len, "index {i} of {len}");
-        u32_at(self.bytes, block as usize + 4 * i)
+    /// Word `i` of a block of u32 words. Panics past the block's end.
+    fn word(&self, block: Block, i: usize) -> u32 {
+        let len = block.byte_len(&self.config).unwrap_or(0) as usize / 4;
+        assert!(i < len, "{} index {i} of {len}", block.name());
+        u32_at(self.bytes, self.blocks.get(block) as usize + 4 * i)
     }
 
     /// Normalization coefficient `i` (24 fractional bits): for each layer, the attention then
     /// the feed-forward weights, then the final normalization.
     pub fn norm(&self, i: usize) -> i32 {
-        self.word(self.blocks.norm, self.config.norm_len(), i) as i32
+        self.word(Block::Norm, i) as i32
     }
 
     /// Rotary coefficient `i`: position × head size + 2j is the cosine, + 2j + 1 the sine.
     pub fn rotary(&self, i: usize) -> i32 {
-        self.word(self.blocks.rotary, self.config.rotary_len(), i) as i32
+        self.word(Block::Rotary, i) as i32
     }
 
     /// e^(−i / 256) with 30 fractional bits, i in 0..=4096.
     pub fn exp(&self, i: usize) -> u32 {
-        self.word(self.blocks.exp, EXP_TABLE_LEN, i)
+        self.word(Block::Exp, i)
     }
 
     /// SiLU(i / 128 − 16) with 16 fractional bits, i in 0..=4096.
     pub fn silu(&self, i: usize) -> i32 {
-        self.word(self.blocks.silu, SILU_TABLE_LEN, i) as i32
+        self.word(Block::Silu, i) as i32
     }
 
     /// Tokenizer entry `id`. Panics if `id >= vocab_size`.
     pub fn token(&self, id: u32) -> TokenEntry {
-        let at = self.blocks.token_entries as usize + TOKEN_ENTRY_LEN * id as usize;
         assert!(
             id < self.config.vocab_size,
             "token {id} of {}",
             self.config.vocab_size
         );
-        TokenEntry {
-            score_key: u32_at(self.bytes, at),
-            length: u32_at(self.bytes, at + 4),
-            offset: u32_at(self.bytes, at + 8),
-        }
+        TokenEntry::read(self.bytes, TokenEntry::at(self.blocks.token_entries, id))
     }
 
     /// The bytes of token `id`, checked to lie in the token strings and within 128 bytes.
@@ -484,7 +341,7 @@ impl<'a> Metadata<'a> {
     /// `token(sorted_id(i)?)` cannot panic on a crafted file. Panics if `i >= vocab_size`.
     pub fn sorted_id(&self, i: u32) -> Result<u32, FormatError> {
         let vocab_size = self.config.vocab_size;
-        let id = self.word(self.blocks.sorted_ids, vocab_size as usize, i as usize);
+        let id = self.word(Block::SortedIds, i as usize);
         if id >= vocab_size {
             return Err(FormatError::SortedIdOutOfRange {
                 index: i,

@@ -7,15 +7,7 @@ use curta_core::convert::{convert, synth, ConvertError};
 use curta_core::{Config, FormatError};
 
 /// dim 8, hidden 16, 1 layer, 2 heads (head size 4), 1 kv head, 259 tokens, context 4.
-const SMALL: Config = Config {
-    dim: 8,
-    hidden_dim: 16,
-    layers: 1,
-    heads: 2,
-    kv_heads: 1,
-    vocab_size: 259,
-    context_length: 4,
-};
+const SMALL: Config = synth::TINY;
 
 /// File byte offsets of the small checkpoint's tensors, from the spec's tensor list.
 fn offset_of(tensor: &str) -> usize {

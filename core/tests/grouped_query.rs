@@ -4,19 +4,12 @@
 mod common;
 use common::*;
 use curta_core::convert::{convert, synth};
-use curta_core::{decode, Config};
+use curta_core::decode;
 
 #[test]
 fn untied_grouped_query_model() {
-    let config = Config {
-        dim: 128,
-        hidden_dim: 384,
-        layers: 6,
-        heads: 8,
-        kv_heads: 2,
-        vocab_size: 512,
-        context_length: 128,
-    };
+    let config = synth::GQA;
+    assert_eq!(config.fields(), [128, 384, 6, 8, 2, 512, 128]);
     // 128 × 512 + 6 × (2 × 128 × 128 + 2 × 128 × 32 + 3 × 128 × 384) = 1,196,032 weights.
     assert_eq!(config.weight_count(), 1_196_032);
     let checkpoint = synth::checkpoint(&config, false, 7);

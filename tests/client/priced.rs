@@ -19,7 +19,7 @@ const PRICE: u64 = 12_345;
 /// The fixed limits of Writes and Seals, which cannot be simulated before their accounts
 /// exist (docs/client.md): a fresh publish sends them.
 const WRITE_LIMIT: u32 = 2_000;
-const SEAL_LIMIT: u32 = 110_000;
+const SEAL_LIMIT: u32 = 120_000;
 
 /// SetComputeUnitLimit: tag 2, then the u32 limit little-endian (the compute-budget program's
 /// borsh layout).

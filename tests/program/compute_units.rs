@@ -211,7 +211,8 @@ async fn compute_units_of_every_instruction() {
     assert!(close[1] < 200_000, "Close of 18: {}", close[1]);
     assert!((32_869..=34_000).contains(&full), "full-chunk Seal: {full}");
     assert!(chunk0_tiny <= 64_000, "chunk 0, 2 sections: {chunk0_tiny}");
-    assert!(chunk0_18 <= 92_000, "chunk 0, 18 sections: {chunk0_18}");
+    // 89,829 before the core refactor (header.rs), 99,129 after: docs/program.md.
+    assert!(chunk0_18 <= 102_000, "chunk 0, 18 sections: {chunk0_18}");
     assert!(last < full, "the short last chunk: {last}");
 
     // The client's limits cover what they are the limit of.

@@ -21,20 +21,12 @@
 
 use super::plan::Plan;
 use super::ConvertError;
-use crate::Config;
+use crate::le::{f32_at, i32_at, u32_at};
+use crate::{Config, MatrixKind};
 use rayon::prelude::*;
 
-pub const HEADER_LEN: usize = 28;
-
-const FIELDS: [&str; 7] = [
-    "dimension",
-    "hidden dimension",
-    "layers",
-    "heads",
-    "key and value heads",
-    "vocabulary",
-    "context",
-];
+/// The seven configuration fields, as i32.
+pub const HEADER_LEN: usize = 4 * Config::FIELD_NAMES.len();
 
 /// The checkpoint's tensors, in file order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,26 +82,60 @@ impl Tensor {
         }
     }
 
+    /// The matrix a matrix tensor holds (for each layer, for a layer's matrix).
+    fn matrix(self) -> Option<MatrixKind> {
+        Some(match self {
+            Tensor::TokenEmbedding => MatrixKind::TokenEmbedding,
+            Tensor::Query => MatrixKind::Query,
+            Tensor::Key => MatrixKind::Key,
+            Tensor::Value => MatrixKind::Value,
+            Tensor::AttentionOutput => MatrixKind::AttentionOutput,
+            Tensor::Gate => MatrixKind::FeedForwardGate,
+            Tensor::Down => MatrixKind::FeedForwardDown,
+            Tensor::Up => MatrixKind::FeedForwardUp,
+            Tensor::Classifier => MatrixKind::Classifier,
+            Tensor::AttentionNorm
+            | Tensor::FeedForwardNorm
+            | Tensor::FinalNorm
+            | Tensor::Rotary => return None,
+        })
+    }
+
+    /// The tensor that holds the matrices of `kind`.
+    pub fn holding(kind: MatrixKind) -> Tensor {
+        let holds = |tensor: &&Tensor| tensor.matrix() == Some(kind);
+        *Tensor::ALL
+            .iter()
+            .find(holds)
+            .expect("every matrix has a tensor")
+    }
+
+    /// Normalization weights (the other tensors are matrices or the rotary tables).
+    pub fn is_norm(self) -> bool {
+        matches!(
+            self,
+            Tensor::AttentionNorm | Tensor::FeedForwardNorm | Tensor::FinalNorm
+        )
+    }
+
     /// Float count of the tensor (zero for a shared classifier).
-    fn len(self, c: &Config, tied: bool) -> u64 {
-        let (d, h, k, l) = (
-            c.dim as u64,
-            c.hidden_dim as u64,
-            c.kv_dim() as u64,
-            c.layers as u64,
-        );
-        let v = c.vocab_size as u64;
-        match self {
-            Tensor::TokenEmbedding => v * d,
-            Tensor::AttentionNorm | Tensor::FeedForwardNorm => l * d,
-            Tensor::Query | Tensor::AttentionOutput => l * d * d,
-            Tensor::Key | Tensor::Value => l * k * d,
-            Tensor::Gate | Tensor::Down | Tensor::Up => l * h * d,
-            Tensor::FinalNorm => d,
-            Tensor::Rotary => c.context_length as u64 * c.head_size() as u64,
-            Tensor::Classifier if tied => 0,
-            Tensor::Classifier => v * d,
-        }
+    pub fn len(self, c: &Config, tied: bool) -> u64 {
+        let (d, l) = (c.dim as u64, c.layers as u64);
+        let Some(kind) = self.matrix() else {
+            return match self {
+                Tensor::FinalNorm => d,
+                Tensor::Rotary => c.rotary_len() as u64,
+                // The attention and feed-forward normalization weights.
+                _ => l * d,
+            };
+        };
+        let (rows, columns) = kind.shape(c);
+        let count = match kind {
+            MatrixKind::Classifier if tied => 0,
+            MatrixKind::TokenEmbedding | MatrixKind::Classifier => 1,
+            _ => l,
+        };
+        count * rows as u64 * columns as u64
     }
 }
 
@@ -133,14 +159,14 @@ impl<'a> Checkpoint<'a> {
         let mut fields = [0u32; 7];
         let mut tied = true;
         for (i, field) in fields.iter_mut().enumerate() {
-            let value = i32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap());
-            if i == 5 {
+            let value = i32_at(bytes, 4 * i);
+            if i == Config::VOCAB_FIELD {
                 // The sign of the vocabulary alone decides tied or untied (D10).
                 tied = value > 0;
                 *field = value.unsigned_abs();
             } else if value < 0 {
                 return Err(ConvertError::NegativeField {
-                    field: FIELDS[i],
+                    field: Config::FIELD_NAMES[i],
                     offset: 4 * i as u64,
                     value,
                 });
@@ -148,16 +174,7 @@ impl<'a> Checkpoint<'a> {
                 *field = value as u32;
             }
         }
-        let [dim, hidden_dim, layers, heads, kv_heads, vocab_size, context_length] = fields;
-        let config = Config {
-            dim,
-            hidden_dim,
-            layers,
-            heads,
-            kv_heads,
-            vocab_size,
-            context_length,
-        };
+        let config = Config::from_fields(fields);
         config.validate()?;
         // A matrix section over the limit is known from the header alone (section zero,
         // which the token strings add to, is checked again once they are read).
@@ -201,7 +218,7 @@ impl<'a> Checkpoint<'a> {
 
     /// Float `index` of a tensor.
     pub fn float(&self, tensor: Tensor, index: usize) -> f32 {
-        f32_at(self.tensor(tensor), index)
+        f32_at(self.tensor(tensor), 4 * index)
     }
 
     /// Every float of the file is finite, the skipped rotary tables included (D10). The first
@@ -224,7 +241,7 @@ impl<'a> Checkpoint<'a> {
                     tensor: tensor.name(),
                     index: index as u64,
                     offset: (self.offsets[tensor as usize] + 4 * index) as u64,
-                    bits: f32_at(data, index).to_bits(),
+                    bits: u32_at(data, 4 * index),
                 });
             }
         }
@@ -234,10 +251,5 @@ impl<'a> Checkpoint<'a> {
 
 fn finite(f: &[u8]) -> bool {
     // Exponent bits all ones: infinity or NaN.
-    u32::from_le_bytes([f[0], f[1], f[2], f[3]]) & 0x7f80_0000 != 0x7f80_0000
-}
-
-/// Float `index` of little-endian f32 bytes.
-pub fn f32_at(bytes: &[u8], index: usize) -> f32 {
-    f32::from_le_bytes(bytes[4 * index..4 * index + 4].try_into().unwrap())
+    u32_at(f, 0) & 0x7f80_0000 != 0x7f80_0000
 }

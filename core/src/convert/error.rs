@@ -58,7 +58,7 @@ pub enum ConvertError {
     #[error("tokenizer is {found} bytes, shorter than its 4-byte longest-token length")]
     TokenizerHeaderTruncated { found: u64 },
 
-    #[error("tokenizer longest-token length (byte 0) is {found}, expected at most 128")]
+    #[error("tokenizer longest-token length (byte 0) is {found}, expected at most {max}", max = crate::MAX_TOKEN_LEN)]
     MaxTokenLength { found: u32 },
 
     #[error("tokenizer has {found} tokens, expected {expected} (the vocabulary)")]
@@ -80,7 +80,8 @@ pub enum ConvertError {
     },
 
     #[error(
-        "tokenizer token {token} (byte {offset}) is {length} bytes long, expected at most 128"
+        "tokenizer token {token} (byte {offset}) is {length} bytes long, expected at most {max}",
+        max = crate::MAX_TOKEN_LEN
     )]
     TokenTooLong {
         token: u32,

@@ -17,13 +17,14 @@ pub use file::{convert_file, MappedFile, Summary};
 pub use quantize::round_half_away;
 pub use tokenizer::score_key;
 
-use crate::layout::field;
-use crate::{
-    Config, DESCRIPTOR_LEN, MATRIX_TABLE_OFFSET, SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
-};
+use crate::le::put_u32;
+use crate::{Block, Config, Header, MatrixKind, TokenEntry, SCALE_BITS, TAG};
 use checkpoint::Checkpoint;
 use plan::Plan;
 use tokenizer::Tokenizer;
+
+/// 2^24, the unit of the fixed-point values with 24 fractional bits.
+const TWO_24: f64 = (1u64 << SCALE_BITS) as f64;
 
 /// Converts a checkpoint and its tokenizer (the bytes of the two llama2.c files) into the
 /// bytes of the artifact.
@@ -38,115 +39,70 @@ pub fn convert(checkpoint: &[u8], tokenizer: &[u8]) -> Result<Vec<u8>, ConvertEr
     let mut out = vec![0u8; plan.file_len() as usize];
     let (section_zero, matrices) = out.split_at_mut(plan.section_lengths[0] as usize);
     write_header(section_zero, &config, &plan);
-    write_i32s(section_zero, plan.blocks.norm, &norm);
-    write_i32s(section_zero, plan.blocks.rotary, &tables::rotary(&config));
-    write_u32s(section_zero, plan.blocks.exp, &tables::exp_table());
-    write_i32s(section_zero, plan.blocks.silu, &tables::silu_table());
+    let words = |values: Vec<i32>| values.into_iter().map(|v| v as u32).collect();
+    let fixed_point: [(Block, Vec<u32>); 4] = [
+        (Block::Norm, words(norm)),
+        (Block::Rotary, words(tables::rotary(&config))),
+        (Block::Exp, tables::exp_table()),
+        (Block::Silu, words(tables::silu_table())),
+    ];
+    for (block, values) in fixed_point {
+        write_words(section_zero, &plan, block, values);
+    }
     write_tokenizer(section_zero, &plan, &tokenizer);
     write_matrices(matrices, &checkpoint, &plan)?;
     Ok(out)
 }
 
-fn put_u32(out: &mut [u8], at: usize, value: u32) {
-    out[at..at + 4].copy_from_slice(&value.to_le_bytes());
-}
-
-fn put_u64(out: &mut [u8], at: usize, value: u64) {
-    out[at..at + 8].copy_from_slice(&value.to_le_bytes());
-}
-
-fn write_u32s(out: &mut [u8], offset: u32, values: &[u32]) {
-    for (i, &v) in values.iter().enumerate() {
-        put_u32(out, offset as usize + 4 * i, v);
+/// A block of u32 words at its planned offset.
+fn write_words(out: &mut [u8], plan: &Plan, block: Block, words: impl IntoIterator<Item = u32>) {
+    let offset = plan.blocks.get(block) as usize;
+    for (i, word) in words.into_iter().enumerate() {
+        put_u32(out, offset + 4 * i, word);
     }
 }
 
-fn write_i32s(out: &mut [u8], offset: u32, values: &[i32]) {
-    for (i, &v) in values.iter().enumerate() {
-        put_u32(out, offset as usize + 4 * i, v as u32);
+fn write_header(out: &mut [u8], config: &Config, plan: &Plan) {
+    Header {
+        tag: TAG,
+        config: *config,
+        section_count: plan.section_lengths.len() as u32,
+        blocks: plan.blocks,
+        inv_sqrt_head_size: tables::inv_sqrt_head_size(config),
     }
-}
-
-fn write_header(out: &mut [u8], c: &Config, plan: &Plan) {
-    out[..8].copy_from_slice(&TAG);
-    put_u32(out, field::DIM, c.dim);
-    put_u32(out, field::HIDDEN_DIM, c.hidden_dim);
-    put_u32(out, field::LAYERS, c.layers);
-    put_u32(out, field::HEADS, c.heads);
-    put_u32(out, field::KV_HEADS, c.kv_heads);
-    put_u32(out, field::VOCAB_SIZE, c.vocab_size);
-    put_u32(out, field::CONTEXT_LENGTH, c.context_length);
-    put_u32(out, field::SECTION_COUNT, plan.section_lengths.len() as u32);
-    let b = &plan.blocks;
-    put_u32(out, field::NORM_OFFSET, b.norm);
-    put_u32(out, field::ROTARY_OFFSET, b.rotary);
-    put_u32(out, field::EXP_OFFSET, b.exp);
-    put_u32(out, field::SILU_OFFSET, b.silu);
-    put_u32(out, field::TOKEN_ENTRIES_OFFSET, b.token_entries);
-    put_u32(out, field::SORTED_IDS_OFFSET, b.sorted_ids);
-    put_u32(out, field::TOKEN_STRINGS_OFFSET, b.token_strings);
-    put_u32(
-        out,
-        field::INV_SQRT_HEAD_SIZE,
-        tables::inv_sqrt_head_size(c),
-    );
-    for (i, (offset, length)) in plan
-        .section_offsets()
-        .into_iter()
-        .zip(&plan.section_lengths)
-        .enumerate()
-    {
-        let at = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * i;
-        put_u64(out, at, offset);
-        put_u64(out, at + 8, *length);
+    .write(out);
+    for (i, entry) in plan.sections().iter().enumerate() {
+        entry.write(out, i);
     }
-    for (i, d) in plan.descriptors.iter().enumerate() {
-        let at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * i;
-        put_u32(out, at, d.section);
-        put_u32(out, at + 4, d.columns);
-        put_u32(out, at + 8, d.rows);
-        put_u32(out, at + 12, d.row_bytes);
-        put_u64(out, at + 16, d.offset);
+    for (i, descriptor) in plan.descriptors.iter().enumerate() {
+        descriptor.write(out, i);
     }
 }
 
 /// Token entries (score key, length, offset in section zero, zero), sorted ids, and the token
 /// strings in id order.
 fn write_tokenizer(out: &mut [u8], plan: &Plan, tokenizer: &Tokenizer) {
-    let b = &plan.blocks;
-    let mut at = b.token_strings as usize;
+    let entries = plan.blocks.token_entries;
+    let mut at = plan.blocks.token_strings as usize;
     for (id, token) in tokenizer.tokens.iter().enumerate() {
-        let entry = b.token_entries as usize + 16 * id;
-        put_u32(out, entry, token.score_key);
-        put_u32(out, entry + 4, token.bytes.len() as u32);
-        put_u32(out, entry + 8, at as u32);
+        let entry = TokenEntry {
+            score_key: token.score_key,
+            length: token.bytes.len() as u32,
+            offset: at as u32,
+        };
+        entry.write(out, TokenEntry::at(entries, id as u32));
         out[at..at + token.bytes.len()].copy_from_slice(token.bytes);
         at += token.bytes.len();
     }
-    write_u32s(out, b.sorted_ids, &tokenizer.sorted_ids());
+    write_words(out, plan, Block::SortedIds, tokenizer.sorted_ids());
 }
 
 /// The checkpoint tensor and the float offset within it of matrix `index`.
 fn matrix_source(c: &Config, index: usize) -> (Tensor, usize) {
-    let (rows, columns) = c.matrix_shape(index);
-    let size = rows as usize * columns as usize;
-    match index {
-        0 => (Tensor::TokenEmbedding, 0),
-        1 => (Tensor::Classifier, 0),
-        _ => {
-            let layer = (index - 2) / 7;
-            let tensor = [
-                Tensor::Query,
-                Tensor::Key,
-                Tensor::Value,
-                Tensor::AttentionOutput,
-                Tensor::Gate,
-                Tensor::Down,
-                Tensor::Up,
-            ][(index - 2) % 7];
-            (tensor, layer * size)
-        }
-    }
+    let (kind, layer) = MatrixKind::of(index);
+    let (rows, columns) = kind.shape(c);
+    let start = layer.unwrap_or(0) as usize * rows as usize * columns as usize;
+    (Tensor::holding(kind), start)
 }
 
 /// Every matrix, into `out` (the file after section zero).
@@ -156,8 +112,8 @@ fn write_matrices(
     plan: &Plan,
 ) -> Result<(), ConvertError> {
     let c = &checkpoint.config;
-    let offsets = plan.section_offsets();
-    let base = offsets[1];
+    let sections = plan.sections();
+    let base = sections[1].offset;
     for (index, d) in plan.descriptors.iter().enumerate() {
         if index == 1 && checkpoint.tied {
             continue;
@@ -165,8 +121,8 @@ fn write_matrices(
         let (tensor, start) = matrix_source(c, index);
         let len = d.rows as usize * d.columns as usize;
         let weights = &checkpoint.tensor(tensor)[4 * start..4 * (start + len)];
-        let at = (offsets[d.section as usize] - base + d.offset) as usize;
-        let bytes = &mut out[at..at + d.rows as usize * d.row_bytes as usize];
+        let at = (sections[d.section as usize].offset - base + d.offset) as usize;
+        let bytes = &mut out[at..at + d.byte_len() as usize];
         quantize::quantize_matrix(weights, d.columns as usize, d.row_bytes as usize, bytes)
             .map_err(|e| ConvertError::ScaleOutOfRange {
                 matrix: index,

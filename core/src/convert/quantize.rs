@@ -7,9 +7,10 @@
 //! row = stored (u32) | 4 zero bytes | q[i] + 128 per column | 128 up to the row length
 //! ```
 
+use super::TWO_24;
+use crate::le::{f32_at, put_u32};
+use crate::{ROW_WEIGHTS_OFFSET, WEIGHT_BIAS};
 use rayon::prelude::*;
-
-const TWO_24: f64 = (1u64 << 24) as f64;
 
 /// A row whose scale does not fit its u32 field.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -21,9 +22,7 @@ pub struct ScaleOverflow {
 /// Quantizes one row of little-endian, finite f32 `weights` into `out` (the row length).
 pub fn quantize_row(weights: &[u8], out: &mut [u8]) -> Result<(), f64> {
     let columns = weights.len() / 4;
-    let floats = weights
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let floats = weights.chunks_exact(4).map(|b| f32_at(b, 0));
     // For finite floats, the bits without the sign order the way |w| does.
     let max_bits = floats
         .clone()
@@ -31,13 +30,13 @@ pub fn quantize_row(weights: &[u8], out: &mut [u8]) -> Result<(), f64> {
         .max()
         .unwrap_or(0);
     let m = f32::from_bits(max_bits) as f64;
-    let (head, rest) = out.split_at_mut(8);
+    let (head, rest) = out.split_at_mut(ROW_WEIGHTS_OFFSET);
     let (weight_bytes, padding) = rest.split_at_mut(columns);
-    padding.fill(128);
+    padding.fill(WEIGHT_BIAS as u8);
     head[4..].fill(0);
     if m == 0.0 {
-        head[..4].copy_from_slice(&1u32.to_le_bytes());
-        weight_bytes.fill(128);
+        put_u32(head, 0, 1);
+        weight_bytes.fill(WEIGHT_BIAS as u8);
         return Ok(());
     }
     let scale = m / 127.0;
@@ -45,11 +44,11 @@ pub fn quantize_row(weights: &[u8], out: &mut [u8]) -> Result<(), f64> {
     if stored > u32::MAX as f64 {
         return Err(scale);
     }
-    head[..4].copy_from_slice(&(stored as u32).max(1).to_le_bytes());
+    put_u32(head, 0, (stored as u32).max(1));
     for (byte, w) in weight_bytes.iter_mut().zip(floats) {
         // |w / scale| <= 127 (plus rounding), so the integer rounding below is exact.
         let q = round_half_away((w as f64) / scale).clamp(-127, 127);
-        *byte = (q + 128) as u8;
+        *byte = (q + WEIGHT_BIAS) as u8;
     }
     Ok(())
 }

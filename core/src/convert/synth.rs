@@ -2,6 +2,7 @@
 //! (weights uniform in [-0.5, 0.5), normalization weights in [0.5, 1.5)) and a tokenizer of
 //! any vocabulary. The same seed gives the same bytes on every machine.
 
+use super::checkpoint::{Tensor, HEADER_LEN};
 use crate::Config;
 
 /// stories15M's shape (the spec's example): dim 288, hidden 768, 6 layers, 6 heads,
@@ -14,6 +15,30 @@ pub const STORIES15M: Config = Config {
     kv_heads: 6,
     vocab_size: 32_000,
     context_length: 256,
+};
+
+/// A grouped-query shape over 1,000,000 weights (L + 2 sections): dim 128, hidden 384,
+/// 6 layers, 8 heads, 2 key and value heads, vocabulary 512, context 128.
+pub const GQA: Config = Config {
+    dim: 128,
+    hidden_dim: 384,
+    layers: 6,
+    heads: 8,
+    kv_heads: 2,
+    vocab_size: 512,
+    context_length: 128,
+};
+
+/// The smallest useful shape: dim 8, hidden 16, 1 layer, 2 heads (head size 4), 1 key and
+/// value head, vocabulary 259, context 4.
+pub const TINY: Config = Config {
+    dim: 8,
+    hidden_dim: 16,
+    layers: 1,
+    heads: 2,
+    kv_heads: 1,
+    vocab_size: 259,
+    context_length: 4,
 };
 
 /// SplitMix64: small, fast and fully specified.
@@ -59,52 +84,19 @@ impl Rng {
 /// A checkpoint of shape `config`, the classifier shared (`tied`, positive vocabulary) or
 /// its own tensor (negative vocabulary).
 pub fn checkpoint(config: &Config, tied: bool, seed: u64) -> Vec<u8> {
-    let c = config;
-    let (d, h, k, l, v) = (
-        c.dim as usize,
-        c.hidden_dim as usize,
-        c.kv_dim() as usize,
-        c.layers as usize,
-        c.vocab_size as usize,
-    );
-    let vocab = if tied {
-        c.vocab_size as i32
-    } else {
-        -(c.vocab_size as i32)
-    };
-    let header = [
-        c.dim as i32,
-        c.hidden_dim as i32,
-        c.layers as i32,
-        c.heads as i32,
-        c.kv_heads as i32,
-        vocab,
-        c.context_length as i32,
-    ];
-    // (float count, is a normalization tensor) in file order.
-    let tensors = [
-        (v * d, false),
-        (l * d, true),
-        (l * d * d, false),
-        (l * k * d, false),
-        (l * k * d, false),
-        (l * d * d, false),
-        (l * d, true),
-        (l * h * d, false),
-        (l * d * h, false),
-        (l * h * d, false),
-        (d, true),
-        (c.context_length as usize * c.head_size() as usize, false),
-        (if tied { 0 } else { v * d }, false),
-    ];
-    let floats: usize = tensors.iter().map(|t| t.0).sum();
-    let mut out = Vec::with_capacity(28 + 4 * floats);
+    let mut header = config.fields().map(|field| field as i32);
+    if !tied {
+        header[Config::VOCAB_FIELD] = -header[Config::VOCAB_FIELD];
+    }
+    let floats: u64 = Tensor::ALL.iter().map(|t| t.len(config, tied)).sum();
+    let mut out = Vec::with_capacity(HEADER_LEN + 4 * floats as usize);
     for field in header {
         out.extend_from_slice(&field.to_le_bytes());
     }
     let mut rng = Rng::new(seed);
-    for (len, norm) in tensors {
-        for _ in 0..len {
+    for tensor in Tensor::ALL {
+        let norm = tensor.is_norm();
+        for _ in 0..tensor.len(config, tied) {
             let x = if norm {
                 0.5 + rng.unit()
             } else {

@@ -2,10 +2,9 @@
 //! from the f32 inputs, rounded half away from zero, an error when a value does not fit.
 
 use super::checkpoint::{Checkpoint, Tensor};
-use super::ConvertError;
+use super::{ConvertError, TWO_24};
 use crate::{Config, EXP_TABLE_LEN, SILU_TABLE_LEN};
 
-const TWO_24: f64 = (1u64 << 24) as f64;
 const TWO_30: f64 = (1u64 << 30) as f64;
 const TWO_16: f64 = (1u64 << 16) as f64;
 

@@ -9,7 +9,15 @@
 //! The file ends with the last token.
 
 use super::ConvertError;
+use crate::le::u32_at;
 use crate::MAX_TOKEN_LEN;
+
+/// The file starts with the longest token's length.
+const HEADER_LEN: usize = 4;
+/// Each token: its score, then its length (u32 each), then its bytes.
+const SCORE: usize = 0;
+const LENGTH: usize = 4;
+const BYTES: usize = 8;
 
 pub struct Token<'a> {
     pub score_key: u32,
@@ -23,7 +31,7 @@ pub struct Tokenizer<'a> {
 impl<'a> Tokenizer<'a> {
     /// Reads exactly `vocab_size` tokens and requires the file to end there.
     pub fn parse(bytes: &'a [u8], vocab_size: u32) -> Result<Self, ConvertError> {
-        if bytes.len() < 4 {
+        if bytes.len() < HEADER_LEN {
             return Err(ConvertError::TokenizerHeaderTruncated {
                 found: bytes.len() as u64,
             });
@@ -35,7 +43,7 @@ impl<'a> Tokenizer<'a> {
             });
         }
         let mut tokens = Vec::with_capacity(vocab_size as usize);
-        let mut at = 4usize;
+        let mut at = HEADER_LEN;
         for token in 0..vocab_size {
             if at == bytes.len() {
                 return Err(ConvertError::TooFewTokens {
@@ -49,11 +57,11 @@ impl<'a> Tokenizer<'a> {
                 needed: needed as u64,
                 available: (bytes.len() - at) as u64,
             };
-            if bytes.len() - at < 8 {
-                return Err(truncated(8));
+            if bytes.len() - at < BYTES {
+                return Err(truncated(BYTES));
             }
-            let bits = u32_at(bytes, at);
-            let length = u32_at(bytes, at + 4);
+            let bits = u32_at(bytes, at + SCORE);
+            let length = u32_at(bytes, at + LENGTH);
             if !f32::from_bits(bits).is_finite() {
                 return Err(ConvertError::NonFiniteScore {
                     token,
@@ -64,18 +72,19 @@ impl<'a> Tokenizer<'a> {
             if length as usize > MAX_TOKEN_LEN {
                 return Err(ConvertError::TokenTooLong {
                     token,
-                    offset: at as u64 + 4,
+                    offset: (at + LENGTH) as u64,
                     length,
                 });
             }
-            if bytes.len() - at - 8 < length as usize {
-                return Err(truncated(8 + length as usize));
+            let end = at + BYTES + length as usize;
+            if end > bytes.len() {
+                return Err(truncated(BYTES + length as usize));
             }
             tokens.push(Token {
                 score_key: score_key(bits),
-                bytes: &bytes[at + 8..at + 8 + length as usize],
+                bytes: &bytes[at + BYTES..end],
             });
-            at += 8 + length as usize;
+            at = end;
         }
         if at != bytes.len() {
             return Err(ConvertError::TooManyTokens {
@@ -114,8 +123,4 @@ pub fn score_key(bits: u32) -> u32 {
     } else {
         !bits
     }
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
 }

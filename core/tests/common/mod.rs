@@ -2,7 +2,6 @@
 //! checkpoint reader, a scalar quantizer straight from the spec, and the hash chain.
 #![allow(dead_code)]
 
-use curta_core::Config;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
@@ -28,15 +27,8 @@ pub fn u64le(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-pub const STORIES15M: Config = Config {
-    dim: 288,
-    hidden_dim: 768,
-    layers: 6,
-    heads: 6,
-    kv_heads: 6,
-    vocab_size: 32_000,
-    context_length: 256,
-};
+#[allow(unused_imports)]
+pub use curta_core::convert::synth::STORIES15M;
 
 /// A checkpoint read as run.c's `memory_map_weights` does: the header and each tensor's floats.
 pub struct Ckpt {
