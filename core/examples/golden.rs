@@ -27,15 +27,8 @@ fn write(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-const GQA: Config = Config {
-    dim: 128,
-    hidden_dim: 384,
-    layers: 6,
-    heads: 8,
-    kv_heads: 2,
-    vocab_size: 512,
-    context_length: 128,
-};
+/// The grouped-query shape the tests share (curta-core's synth).
+const GQA: Config = curta_core::convert::synth::GQA;
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
