@@ -142,12 +142,8 @@ fn check_consistent(address: &Pubkey, model: &Model) -> Result<(), Error> {
         address: *address,
         problem,
     };
-    let chunks: u64 = model
-        .sections()
-        .iter()
-        .map(|&l| curta_core::chunk_count(l as u64))
-        .sum();
-    if model.total_chunks as u64 != chunks {
+    let chunks = curta_core::total_chunks(model.sections());
+    if model.total_chunks != chunks {
         return Err(bad(format!(
             "total chunks is {}, expected {chunks} from the section lengths {:?}",
             model.total_chunks,

@@ -205,12 +205,6 @@ impl Plan {
             || (self.seal_chunks > 0 && chain.model.as_ref().is_none_or(|m| m.seal_cursor == 0))
     }
 
-    /// Transactions planned: creates, writes, the Reopen and the seals.
-    pub fn transactions(&self) -> u64 {
-        (self.creates.len() + self.writes.len() + self.reopen.is_some() as usize) as u64
-            + self.seal_chunks as u64
-    }
-
     /// The fee of every planned transaction. With a compute-unit price, each kind's
     /// representative is measured first, so the check and the transactions sent use the same
     /// compute-unit limits.
