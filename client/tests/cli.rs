@@ -3,6 +3,9 @@
 
 use std::process::Command;
 
+#[path = "../../tests/support/expected.rs"]
+mod expected;
+
 fn client(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_client"))
         .args(args)
@@ -176,37 +179,6 @@ fn rehearse_with_a_price_prints_every_json_key() {
     assert!(json["lamports"]["fees"].as_u64().unwrap() > 5000 * total);
 }
 
-/// publish, seal and status need a cluster: they run against a local validator on
-/// 127.0.0.1:8899 with the Solana CLI's keypair when one is reachable, and are skipped
-/// otherwise (the library's Report and Status JSON are checked on the bank in
-/// tests/client/priced.rs).
-#[test]
-fn publish_seal_status_json_keys_on_a_local_validator() {
-    if std::net::TcpStream::connect("127.0.0.1:8899").is_err() {
-        eprintln!("skipped: no validator on 127.0.0.1:8899");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let artifact = artifact_file(&dir);
-    let (ok, out, err) = client(&["publish", &artifact, "-u", "localhost", "--output", "json"]);
-    assert!(ok, "{err}");
-    let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
-    assert_report_keys(&json);
-    let model = json["model"].as_str().unwrap().to_string();
-    let (ok, out, err) = client(&["status", &model, "-u", "localhost", "--output", "json"]);
-    assert!(ok, "{err}");
-    let status: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
-    assert_eq!(status["model"], model.as_str());
-    assert!(status["transactions"]["seal"].as_u64().unwrap() > 0);
-    assert!(status["lamports"]["rent"].is_u64() && status["seconds"].is_f64());
-    assert!(status.get("write_bytes_per_tx").is_some());
-    let (ok, out, err) = client(&["seal", &model, "-u", "localhost", "--output", "json"]);
-    assert!(ok, "{err}");
-    let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
-    assert_report_keys(&json);
-    assert_eq!(json["state"], "Sealed");
-}
-
 #[test]
 fn rehearse_with_a_keypair_reports_the_model_address_publish_will_use() {
     use solana_signer::Signer;
@@ -308,7 +280,6 @@ fn program_id_from_the_flag_then_the_environment() {
 /// `--json` is the same document as `--output json`.
 #[test]
 fn artifact_commands_honour_output_json() {
-    use sha2::{Digest, Sha256};
     let dir = tempfile::tempdir().unwrap();
     let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
     let out = dir.path().join("s.curta").display().to_string();
@@ -325,17 +296,7 @@ fn artifact_commands_honour_output_json() {
     let converted: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let bytes = std::fs::read(&out).unwrap();
     let decoded = curta_core::decode(&bytes).unwrap();
-    let mut h = [0u8; 32];
-    for section in decoded.sections() {
-        for chunk in section.chunks(65_536) {
-            h = Sha256::new()
-                .chain_update(h)
-                .chain_update(chunk)
-                .finalize()
-                .into();
-        }
-    }
-    let hash: String = h.iter().map(|b| format!("{b:02x}")).collect();
+    let hash = expected::sha256_chain_hex(decoded.sections());
     assert_eq!(converted["weights_hash"], hash.as_str());
     assert_eq!(converted["bytes"], bytes.len() as u64);
     assert_eq!(converted["out"], out.as_str());

@@ -8,9 +8,16 @@
 #[path = "../../tests/support/rpc_shim.rs"]
 mod rpc_shim;
 
+// The independent expected values and the spec's rent numbers shared with the tests crate.
+#[path = "../../tests/support/expected.rs"]
+mod expected;
+#[allow(dead_code)]
+#[path = "../../tests/support/client.rs"]
+mod support;
+use curta_core::convert::synth::Rng;
+
 use rpc_shim::RpcShim;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
 use solana_signer::Signer;
@@ -60,35 +67,13 @@ async fn client_json(command: &[&str], url: &str, keypair: &Path, commitment: &s
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("client {args:?}: {e}: {stdout}"))
 }
 
-/// The weights hash with the sha2 crate: h = 32 zero bytes, h = SHA-256(h || chunk) over the
-/// 65,536-byte chunks of every section in order.
 fn weights_hash(artifact: &[u8]) -> String {
-    let decoded = curta_core::decode(artifact).unwrap();
-    let mut h = [0u8; 32];
-    for section in decoded.sections() {
-        for chunk in section.chunks(65_536) {
-            h = Sha256::new()
-                .chain_update(h)
-                .chain_update(chunk)
-                .finalize()
-                .into();
-        }
-    }
-    h.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Rent-exempt minimum from toolchain.md's numbers: (128 + len) x 6,960 lamports.
-fn rent(data_len: usize) -> u64 {
-    (128 + data_len as u64) * 6_960
+    expected::sha256_chain_hex(curta_core::decode(artifact).unwrap().sections())
 }
 
 fn model_rent(artifact: &[u8]) -> u64 {
     let decoded = curta_core::decode(artifact).unwrap();
-    rent(808)
-        + decoded
-            .sections()
-            .map(|s| rent(2_048 + s.len()))
-            .sum::<u64>()
+    support::model_rent(&decoded.sections().map(<[u8]>::len).collect::<Vec<_>>())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,6 +31,10 @@ pub enum Fault {
     None,
     /// Silently drop each transaction with probability `percent` / 100.
     Drop { percent: u64 },
+    /// Silently drop the first `count` Write transactions sent (they go out together, in one
+    /// window), then forward everything: each of those is signed under a blockhash that
+    /// expires before it lands.
+    DropFirstWrites { count: u64 },
     /// Hand out blockhashes fetched up to `age` ago (many expire before they are used).
     StaleBlockhash { age: Duration },
     /// Deliver each batch of sent transactions last first, each one executed before the next
@@ -81,6 +85,15 @@ impl<'a, T: Transport> Faulty<'a, T> {
 
     pub fn dropped(&self) -> u64 {
         *self.dropped.lock().unwrap()
+    }
+
+    /// A Curta Write (instruction tag 2), with or without compute-budget instructions.
+    fn is_write(&self, tx: &Transaction) -> bool {
+        let message = &tx.message;
+        message.instructions.last().is_some_and(|ix| {
+            message.account_keys[ix.program_id_index as usize] == self.program_id()
+                && ix.data.first() == Some(&2)
+        })
     }
 
     fn crashed(&self) -> Result<(), Error> {
@@ -139,6 +152,9 @@ impl<T: Transport> Transport for Faulty<'_, T> {
         for tx in txs {
             let drop = match self.fault {
                 Fault::Drop { percent } => self.rng.lock().unwrap().below(100) < percent,
+                Fault::DropFirstWrites { count } => {
+                    *self.dropped.lock().unwrap() < count && self.is_write(tx)
+                }
                 _ => false,
             };
             if drop {

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use sha2::{Digest, Sha256};
 use solana_program_test::ProgramTest;
 
 /// The program's SBF binary every test bank runs (scripts/build-sbf builds it; see
@@ -73,22 +72,8 @@ pub fn split_sections(artifact: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// The weights hash computed with the sha2 crate directly (a second path, independent of
-/// curta-core and of the program): h = 32 zero bytes, then h = SHA-256(h || chunk) for every
-/// 65,536-byte chunk of every section in order.
-pub fn sha256_chain<'a>(sections: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
-    let mut h = [0u8; 32];
-    for section in sections {
-        for chunk in section.chunks(65_536) {
-            h = Sha256::new()
-                .chain_update(h)
-                .chain_update(chunk)
-                .finalize()
-                .into();
-        }
-    }
-    h
-}
+pub mod expected;
+pub use expected::sha256_chain;
 
 /// The seeded generator (SplitMix64) the synthetic checkpoints use: the same seed gives the
 /// same bytes on every machine.
