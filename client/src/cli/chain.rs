@@ -86,12 +86,16 @@ fn parse_address(what: &str, s: &str) -> Result<Pubkey> {
     Pubkey::from_str(s).map_err(|e| anyhow!("{what} '{s}' is not a base-58 account address: {e}"))
 }
 
-fn rpc(global: &GlobalArgs) -> Result<RpcTransport> {
-    Ok(RpcTransport::with_program_id(
-        &global.url()?,
-        global.commitment()?,
-        global.program_id()?,
-    ))
+/// The RPC transport of `global`: its URL, commitment and program id; with `--use-tpu`,
+/// sending to the leaders' TPU over QUIC (found through the WebSocket URL).
+fn rpc(global: &GlobalArgs, runtime: &tokio::runtime::Runtime) -> Result<RpcTransport> {
+    let url = global.url()?;
+    let t = RpcTransport::with_program_id(&url, global.commitment()?, global.program_id()?);
+    if !global.use_tpu {
+        return Ok(t);
+    }
+    let websocket = global.websocket_url(&url);
+    Ok(runtime.block_on(t.with_tpu(&websocket))?)
 }
 
 fn print(output: Output, text: String, json: serde_json::Value) {
@@ -107,8 +111,9 @@ fn print(output: Output, text: String, json: serde_json::Value) {
 pub fn publish(args: PublishArgs, global: GlobalArgs) -> Result<()> {
     let artifact = map_artifact(&args.artifact)?;
     let keypair = global.keypair()?;
-    let t = rpc(&global)?;
-    let report = runtime()?
+    let runtime = runtime()?;
+    let t = rpc(&global, &runtime)?;
+    let report = runtime
         .block_on(crate::publish(
             &t,
             &keypair,
@@ -125,8 +130,9 @@ pub fn seal(args: SealArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
     let artifact = args.artifact.as_deref().map(map_artifact).transpose()?;
     let keypair = global.keypair()?;
-    let t = rpc(&global)?;
-    let report = runtime()?
+    let runtime = runtime()?;
+    let t = rpc(&global, &runtime)?;
+    let report = runtime
         .block_on(crate::seal(
             &t,
             &keypair,
@@ -142,8 +148,9 @@ pub fn seal(args: SealArgs, global: GlobalArgs) -> Result<()> {
 pub fn status(args: StatusArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
     let artifact = args.artifact.as_deref().map(map_artifact).transpose()?;
-    let t = rpc(&global)?;
-    let status = runtime()?
+    let runtime = runtime()?;
+    let t = rpc(&global, &runtime)?;
+    let status = runtime
         .block_on(crate::status(
             &t,
             &model,
@@ -157,8 +164,9 @@ pub fn status(args: StatusArgs, global: GlobalArgs) -> Result<()> {
 pub fn verify(args: VerifyArgs, global: GlobalArgs) -> Result<()> {
     let model = parse_address("model", &args.model)?;
     let artifact = map_artifact(&args.artifact)?;
-    let t = rpc(&global)?;
-    let verification = runtime()?
+    let runtime = runtime()?;
+    let t = rpc(&global, &runtime)?;
+    let verification = runtime
         .block_on(crate::verify(&t, &model, artifact.bytes()))
         .map_err(named(Some(&args.artifact)))?;
     print(
@@ -180,8 +188,9 @@ pub fn close(args: CloseArgs, global: GlobalArgs) -> Result<()> {
         .map(|d| parse_address("destination", d))
         .transpose()?;
     let keypair = global.keypair()?;
-    let t = rpc(&global)?;
-    let report = runtime()?.block_on(crate::close(
+    let runtime = runtime()?;
+    let t = rpc(&global, &runtime)?;
+    let report = runtime.block_on(crate::close(
         &t,
         &keypair,
         &model,

@@ -49,6 +49,14 @@ pub struct GlobalArgs {
         value_name = "PUBKEY"
     )]
     pub program_id: Option<String>,
+    /// Send transactions to the leaders' TPU over QUIC (as `solana program deploy` does)
+    /// instead of through the RPC node's sendTransaction
+    #[arg(long = "use-tpu", global = true)]
+    pub use_tpu: bool,
+    /// WebSocket URL of the RPC node, for --use-tpu (default: from --url, as the Solana CLI
+    /// computes it: ws(s)://, the port plus one)
+    #[arg(long = "ws", global = true, value_name = "URL")]
+    pub websocket_url: Option<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +94,13 @@ impl GlobalArgs {
             _ if url.starts_with("http://") || url.starts_with("https://") => url,
             _ => bail!("--url {url}: expected an http(s) URL or one of localhost, devnet, testnet, mainnet-beta"),
         })
+    }
+
+    /// `--ws`, else the Solana CLI's WebSocket URL for `url`.
+    pub fn websocket_url(&self, url: &str) -> String {
+        self.websocket_url
+            .clone()
+            .unwrap_or_else(|| solana_cli_config::Config::compute_websocket_url(url))
     }
 
     pub fn commitment(&self) -> Result<CommitmentConfig> {

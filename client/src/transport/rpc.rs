@@ -6,17 +6,21 @@ use futures::future::join_all;
 use solana_account::Account;
 use solana_client::client_error::{ClientError, ClientErrorKind};
 use solana_client::nonblocking::rpc_client::RpcClient;
+use solana_client::nonblocking::tpu_client::TpuClient;
 use solana_client::rpc_config::{
     RpcAccountInfoConfig, RpcSendTransactionConfig, RpcSimulateTransactionConfig,
 };
 use solana_client::rpc_request::RpcError;
 use solana_client::rpc_response::UiAccountEncoding;
+use solana_client::tpu_client::TpuClientConfig;
 use solana_commitment_config::CommitmentConfig;
 use solana_hash::Hash;
 use solana_message::Message;
 use solana_pubkey::Pubkey;
+use solana_quic_client::{QuicConfig, QuicConnectionManager, QuicPool};
 use solana_signature::Signature;
 use solana_transaction::Transaction;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Most accounts per getMultipleAccounts request (weight accounts are up to 10 MiB each).
@@ -28,11 +32,16 @@ const SIGNATURES_PER_REQUEST: usize = 256;
 const INVALID_PARAMS: i64 = -32602;
 
 pub struct RpcTransport {
-    client: RpcClient,
+    client: Arc<RpcClient>,
     url: String,
     commitment: CommitmentConfig,
     program_id: Pubkey,
+    /// Sends straight to the leaders' TPU over QUIC (what `solana program deploy` does)
+    /// instead of through the node's `sendTransaction`, when set.
+    tpu: Option<QuicTpuClient>,
 }
+
+type QuicTpuClient = TpuClient<QuicPool, QuicConnectionManager, QuicConfig>;
 
 fn rpc_error(err: impl std::fmt::Display) -> Error {
     Error::Transport(format!("RPC: {err}"))
@@ -69,11 +78,27 @@ impl RpcTransport {
         program_id: Pubkey,
     ) -> RpcTransport {
         RpcTransport {
-            client: RpcClient::new_with_commitment(url.to_string(), commitment),
+            client: Arc::new(RpcClient::new_with_commitment(url.to_string(), commitment)),
             url: url.to_string(),
             commitment,
             program_id,
+            tpu: None,
         }
+    }
+
+    /// Sends transactions to the current and upcoming leaders' TPU over QUIC, finding them
+    /// through the RPC node and its WebSocket at `websocket_url`; everything else stays on RPC.
+    pub async fn with_tpu(mut self, websocket_url: &str) -> Result<RpcTransport, Error> {
+        let tpu = TpuClient::new(
+            "curta-client",
+            self.client.clone(),
+            websocket_url,
+            TpuClientConfig::default(),
+        )
+        .await
+        .map_err(|e| Error::Transport(format!("TPU client via {websocket_url}: {e}")))?;
+        self.tpu = Some(tpu);
+        Ok(self)
     }
 }
 
@@ -174,6 +199,18 @@ impl Transport for RpcTransport {
     }
 
     async fn send(&self, transactions: &[Transaction]) -> Result<(), Error> {
+        if let Some(tpu) = &self.tpu {
+            // A transaction the leaders did not take is simply not landed (re-signed after
+            // its blockhash expires); only a batch that reached no leader is an error.
+            let wire: Vec<Vec<u8>> = transactions
+                .iter()
+                .map(|tx| bincode::serialize(tx).expect("a transaction serializes"))
+                .collect();
+            return tpu
+                .try_send_wire_transaction_batch(wire)
+                .await
+                .map_err(|e| Error::Transport(format!("TPU send via {}: {e}", self.url)));
+        }
         let config = RpcSendTransactionConfig {
             skip_preflight: true,
             preflight_commitment: Some(self.commitment.commitment),
