@@ -12,7 +12,7 @@ use solana_signer::Signer;
 use solana_transaction::Transaction;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use support::{model, Recording};
+use support::{is_write, model, Recording};
 
 /// The bare loop: the same transactions (the messages that landed, in landing order) sent to
 /// a fresh bank under one clock, with no reads, planning, confirming or retrying. Each stretch
@@ -28,11 +28,6 @@ async fn baseline(messages: &[Message], authority: &Keypair, window: usize) -> f
             .await;
     let client = bank.banks_client();
     let program = curta_program::id();
-    let is_write = |m: &Message| {
-        m.instructions.len() == 1
-            && m.account_keys[m.instructions[0].program_id_index as usize] == program
-            && m.instructions[0].data.first() == Some(&2)
-    };
     // A background task keeps a blockhash at most 100 ms old; signing reads it without waiting.
     let latest = std::sync::Arc::new(Mutex::new(client.get_latest_blockhash().await.unwrap()));
     let refresher = {
@@ -52,7 +47,10 @@ async fn baseline(messages: &[Message], authority: &Keypair, window: usize) -> f
     let started = Instant::now();
     let mut i = 0;
     while i < messages.len() {
-        let stretch = messages[i..].iter().take_while(|m| is_write(m)).count();
+        let stretch = messages[i..]
+            .iter()
+            .take_while(|m| is_write(&program, m))
+            .count();
         if stretch == 0 {
             let tx = signed(&messages[i]);
             client

@@ -25,7 +25,7 @@ use solana_transaction::Transaction;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{model, Recording};
+use support::{is_write, model, Recording};
 
 const SOL: u64 = 1_000_000_000;
 /// Transactions the bare loop keeps in flight to the node at once.
@@ -80,12 +80,6 @@ impl Node {
         }
         rpc
     }
-}
-
-fn is_write(program: &Pubkey, m: &Message) -> bool {
-    m.instructions.len() == 1
-        && m.account_keys[m.instructions[0].program_id_index as usize] == *program
-        && m.instructions[0].data.first() == Some(&2)
 }
 
 /// Sends `txs` (over RPC with `BARE_WINDOW` requests in flight, or to the TPU in batches).

@@ -83,6 +83,14 @@ impl<T: Transport> Transport for Recording<'_, T> {
     }
 }
 
+/// Whether a landed message is one Curta Write (tag 2) of `program`: the bare loops stream
+/// stretches of these, and send everything else one at a time.
+pub fn is_write(program: &Pubkey, m: &Message) -> bool {
+    m.instructions.len() == 1
+        && m.account_keys[m.instructions[0].program_id_index as usize] == *program
+        && m.instructions[0].data.first() == Some(&2)
+}
+
 /// The benchmark models: the bundled stories260K, a ~1.7 MB grouped-query model, and a
 /// stories15M-shaped one (16.5 MB, 8 sections), synthetic from fixed seeds.
 pub fn model(name: &str) -> Vec<u8> {
