@@ -7,6 +7,10 @@ use super::*;
 use curta_client::{publish, verify};
 use curta_tests::client::{landed, model_rent, Fault, Faulty, FEE};
 use curta_tests::{sha256_chain, split_sections, stories260k_artifact, Rng};
+use solana_hash::Hash;
+use solana_message::Message;
+use solana_transaction::Transaction;
+use solana_transaction_error::TransactionError;
 use std::time::Duration;
 
 /// The end state every fault test requires.
@@ -78,22 +82,42 @@ async fn dropped_transactions_are_resent_until_sealed() {
     assert_eq!(report.tally.fees, FEE * landed);
 }
 
+/// Waits until the bank no longer executes transactions under `blockhash`.
+async fn until_too_old(bank: &BankTransport, blockhash: Hash) {
+    loop {
+        let mut message = Message::new(&[], Some(&bank.mint().pubkey()));
+        message.recent_blockhash = blockhash;
+        let simulation = bank
+            .banks_client()
+            .simulate_transaction(Transaction::new_unsigned(message))
+            .await
+            .unwrap();
+        if simulation.result == Some(Err(TransactionError::BlockhashNotFound)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_blockhashes_are_replaced() {
     let artifact = stories260k_artifact();
     let (bank, authority) = bank(100 * SOL).await;
     let before = bank.balance(&authority.pubkey()).await.unwrap();
+    // The first two blockhashes handed out are past their 150 rotations of the bank's
+    // blockhash (about a second idle, longer on a loaded machine: the wait is the bank's, not
+    // a fixed sleep), so everything signed with them is refused and must be signed again.
+    let (expired, last_valid) = bank.latest_blockhash().await.unwrap();
+    until_too_old(&bank, expired).await;
     let faulty = Faulty::new(
         &bank,
-        Fault::StaleBlockhash {
-            age: Duration::from_millis(1_600),
+        Fault::ExpiredBlockhash {
+            blockhash: expired,
+            last_valid,
+            fetches: 2,
         },
         12,
     );
-    // The first blockhash handed out is 1.5 s old when used: past its 150 rotations of
-    // 6.4 ms, so everything signed with it is refused and must be signed again.
-    faulty.latest_blockhash().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
     let report = publish(&faulty, &authority, &artifact, true, &options())
         .await
         .unwrap();

@@ -21,12 +21,17 @@ use std::time::{Duration, Instant};
 
 /// A fresh bank with the Curta program loaded.
 ///
-/// Two quirks of program-test shape this transport. Its banks server accepts a transaction
+/// Three quirks of program-test shape this transport. Its banks server accepts a transaction
 /// sent without waiting only if the *root* bank knows its blockhash, while new blockhashes
 /// (one every 6.4 ms, each valid for 150) are registered on the working bank only; so each
 /// transaction is handed to the server's process-and-wait call in a task of its own, which
-/// prices it against the working bank. And that call panics on a blockhash too old to
-/// execute, so such a transaction is dropped here instead (the bank would refuse it anyway).
+/// prices it against the working bank. That call panics on a blockhash too old to execute,
+/// so such a transaction is dropped here instead (the bank would refuse it anyway). And the
+/// bank forgets a signature's status when its blockhash leaves the queue, about a second
+/// later: a client slowed down by a loaded machine would then take a landed transaction for
+/// a lost one and sign it again. So the outcome the process call returns (the bank's own
+/// status of that signature) is kept for as long as the transport lives, as an RPC node
+/// keeps its transaction history.
 pub struct BankTransport {
     client: BanksClient,
     context: Mutex<ProgramTestContext>,
@@ -40,6 +45,31 @@ pub struct BankTransport {
     executing: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// The binary the bank runs ([`ProgramSo::describe`]).
     program: String,
+    /// The outcome of every transaction this transport handed over that executed.
+    outcomes: Outcomes,
+}
+
+type Outcomes = std::sync::Arc<Mutex<HashMap<Signature, Result<(), TransactionError>>>>;
+
+/// How long the bank may take to answer a process call. The banks client's default, 10 s, is
+/// exceeded on a machine loaded with many banks (every Write into a 9.47 MB section copies it
+/// in and out of the VM), and an answer cut off that way is an outcome lost.
+const PROCESS_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The outcome of a transaction the process call saw executed (and charged): success, or an
+/// error of its execution. `None` for a transaction the bank never executed (refused before
+/// execution), or an answer not given within [`PROCESS_DEADLINE`].
+fn executed(
+    result: Result<Option<Result<(), TransactionError>>, solana_program_test::BanksClientError>,
+) -> Option<Result<(), TransactionError>> {
+    match result {
+        Ok(Some(Ok(()))) => Some(Ok(())),
+        Ok(Some(Err(
+            error @ (TransactionError::InstructionError(..)
+            | TransactionError::InsufficientFundsForRent { .. }),
+        ))) => Some(Err(error)),
+        _ => None,
+    }
 }
 
 fn bank_error(err: impl std::fmt::Display) -> Error {
@@ -93,6 +123,7 @@ impl BankTransport {
             finished: Default::default(),
             executing: Default::default(),
             program: so.describe(),
+            outcomes: Outcomes::default(),
         })
     }
 
@@ -243,15 +274,24 @@ impl Transport for BankTransport {
                 let transaction = transaction.clone();
                 let finished = self.finished.clone();
                 let executing = self.executing.clone();
+                let outcomes = self.outcomes.clone();
                 executing.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                // The engine reads the outcome from the statuses, not from this call.
+                // The engine reads the outcome from the statuses, which this call's answer
+                // keeps once the bank forgets it.
                 tokio::spawn(async move {
-                    let _ = client
-                        .process_transaction_with_commitment(
+                    let signature = transaction.signatures[0];
+                    let mut context = tarpc::context::current();
+                    context.deadline = std::time::SystemTime::now() + PROCESS_DEADLINE;
+                    let result = client
+                        .process_transaction_with_commitment_and_context(
+                            context,
                             transaction,
                             CommitmentLevel::Processed,
                         )
                         .await;
+                    if let Some(outcome) = executed(result) {
+                        outcomes.lock().unwrap().insert(signature, outcome);
+                    }
                     executing.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                     finished.notify_waiters();
                     finished.notify_one();
@@ -262,18 +302,36 @@ impl Transport for BankTransport {
     }
 
     async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error> {
-        let statuses = self
-            .client
-            .get_transaction_statuses(signatures.to_vec())
-            .await
-            .map_err(bank_error)?;
-        Ok(statuses
-            .into_iter()
-            .map(|status| match status {
-                None => TxStatus::Unknown,
-                Some(status) => TxStatus::Landed(status.err.map_or(Ok(()), Err)),
-            })
-            .collect())
+        // What executed through this transport is known; the bank is asked about the rest
+        // (still executing, or sent by another transport).
+        let mut statuses: Vec<Option<TxStatus>> = {
+            let outcomes = self.outcomes.lock().unwrap();
+            signatures
+                .iter()
+                .map(|s| outcomes.get(s).map(|o| TxStatus::Landed(o.clone())))
+                .collect()
+        };
+        let ask: Vec<Signature> = signatures
+            .iter()
+            .zip(&statuses)
+            .filter(|(_, status)| status.is_none())
+            .map(|(s, _)| *s)
+            .collect();
+        if !ask.is_empty() {
+            let mut answers = self
+                .client
+                .get_transaction_statuses(ask)
+                .await
+                .map_err(bank_error)?
+                .into_iter();
+            for status in statuses.iter_mut().filter(|s| s.is_none()) {
+                *status = Some(match answers.next().flatten() {
+                    None => TxStatus::Unknown,
+                    Some(status) => TxStatus::Landed(status.err.map_or(Ok(()), Err)),
+                });
+            }
+        }
+        Ok(statuses.into_iter().flatten().collect())
     }
 
     async fn wait_for_progress(&self) {
