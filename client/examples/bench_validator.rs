@@ -25,7 +25,7 @@ use solana_transaction::Transaction;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{is_write, model, Recording};
+use support::{is_write, model, Fault, Faulty};
 
 const SOL: u64 = 1_000_000_000;
 /// Transactions the bare loop keeps in flight to the node at once.
@@ -223,13 +223,13 @@ async fn main() {
         if sender == Sender::Tpu {
             transport = transport.with_tpu(&node.websocket()).await.unwrap();
         }
-        let recording = Recording::new(&transport);
+        let recording = Faulty::new(&transport, Fault::None, 0);
         let report =
             curta_client::publish(&recording, &authority, &artifact, true, &Options::default())
                 .await
                 .unwrap();
         assert_eq!(report.state.to_string(), "Sealed");
-        let messages = recording.landed.lock().unwrap().clone();
+        let messages = recording.landed_messages();
         assert_eq!(messages.len() as u64, report.transactions());
         drop(transport);
 

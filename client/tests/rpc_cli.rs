@@ -14,7 +14,6 @@ mod expected;
 #[allow(dead_code)]
 #[path = "../../tests/support/client.rs"]
 mod support;
-use curta_core::convert::synth::Rng;
 
 use rpc_shim::RpcShim;
 use serde_json::Value;

@@ -8,15 +8,14 @@
 //! values come from the sha2 crate, the spec's rent numbers and raw `getAccountInfo` answers,
 //! never from the client's own decoder.
 
-// The shared fault-injecting transport of tests/support/client.rs, and the seeded generator it
-// uses (its `crate::Rng`).
+// The independent expected values, and the shared fault-injecting transport of
+// tests/support/client.rs.
 #[allow(dead_code)]
 #[path = "../../tests/support/expected.rs"]
 mod expected;
 #[allow(dead_code)]
 #[path = "../../tests/support/client.rs"]
 mod support;
-use curta_core::convert::synth::Rng;
 
 use base64::Engine as _;
 use curta_program::error::CurtaError;

@@ -4,15 +4,11 @@
 use super::*;
 use curta_client::engine::{Engine, Item, Kind, Subject};
 use curta_client::progress::Progress;
-use curta_client::{publish, Error, Simulation};
-use curta_tests::client::{model_rent, rent, FEE};
+use curta_client::{publish, Error};
+use curta_tests::client::{model_rent, rent, Fault, Faulty, FEE};
 use curta_tests::{split_sections, stories260k_artifact};
-use solana_account::Account;
-use solana_hash::Hash;
-use solana_message::Message;
 use solana_signature::Signature;
 use solana_transaction::Transaction;
-use std::sync::Mutex;
 
 /// Micro-lamports per compute unit: not a round number, so the fee's rounding up shows.
 const PRICE: u64 = 12_345;
@@ -30,52 +26,6 @@ fn set_limit(limit: u32) -> Vec<u8> {
 /// SetComputeUnitPrice: tag 3, then the u64 price little-endian.
 fn set_price(price: u64) -> Vec<u8> {
     [&[3u8][..], &price.to_le_bytes()].concat()
-}
-
-/// Records every transaction handed to the bank.
-struct Recording<'a> {
-    inner: &'a BankTransport,
-    sent: Mutex<Vec<Transaction>>,
-}
-
-impl Transport for Recording<'_> {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn profile(&self) -> curta_client::Profile {
-        self.inner.profile()
-    }
-    fn program_id(&self) -> Pubkey {
-        self.inner.program_id()
-    }
-    async fn get_accounts(&self, a: &[Pubkey]) -> Result<Vec<Option<Account>>, Error> {
-        self.inner.get_accounts(a).await
-    }
-    async fn balance(&self, a: &Pubkey) -> Result<u64, Error> {
-        self.inner.balance(a).await
-    }
-    async fn rent_minimum(&self, len: usize) -> Result<u64, Error> {
-        self.inner.rent_minimum(len).await
-    }
-    async fn fee_for_message(&self, m: &Message) -> Result<u64, Error> {
-        self.inner.fee_for_message(m).await
-    }
-    async fn latest_blockhash(&self) -> Result<(Hash, u64), Error> {
-        self.inner.latest_blockhash().await
-    }
-    async fn blockhash_expired(&self, h: &Hash, lvbh: u64) -> Result<bool, Error> {
-        self.inner.blockhash_expired(h, lvbh).await
-    }
-    async fn send(&self, txs: &[Transaction]) -> Result<(), Error> {
-        self.sent.lock().unwrap().extend(txs.iter().cloned());
-        self.inner.send(txs).await
-    }
-    async fn statuses(&self, s: &[Signature]) -> Result<Vec<curta_client::TxStatus>, Error> {
-        self.inner.statuses(s).await
-    }
-    async fn simulate(&self, tx: &Transaction) -> Result<Simulation, Error> {
-        self.inner.simulate(tx).await
-    }
 }
 
 fn priced() -> Options {
@@ -106,10 +56,7 @@ async fn priced_publish_sends_and_pays_exactly_what_it_checked() {
     let sections = split_sections(&artifact);
     let rent_all = model_rent(&lengths(&sections));
     let (bank, authority) = bank(100 * SOL).await;
-    let t = Recording {
-        inner: &bank,
-        sent: Mutex::new(Vec::new()),
-    };
+    let t = Faulty::new(&bank, Fault::None, 0);
     let before = bank.balance(&authority.pubkey()).await.unwrap();
     let report = publish(&t, &authority, &artifact, true, &priced())
         .await
@@ -117,7 +64,7 @@ async fn priced_publish_sends_and_pays_exactly_what_it_checked() {
     assert_eq!(report.state, "Sealed");
     let after = bank.balance(&authority.pubkey()).await.unwrap();
 
-    let sent = t.sent.lock().unwrap().clone();
+    let sent = t.forwarded_transactions();
     let signatures: Vec<Signature> = sent.iter().map(|tx| tx.signatures[0]).collect();
     let statuses = bank.statuses(&signatures).await.unwrap();
     let landed: Vec<&Transaction> = sent

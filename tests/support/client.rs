@@ -1,7 +1,9 @@
-//! Helpers for the client tests: transports that misbehave in controlled ways around the
-//! in-process bank, and the expected rent computed from the spec's numbers.
+//! Helpers for the client tests and benchmarks: a transport that misbehaves in controlled
+//! ways (or not at all) around another and records what it forwarded and what landed, and
+//! the expected rent computed from the spec's numbers.
 
 use curta_client::{Error, Profile, Simulation, Transport, TxStatus};
+use curta_core::convert::synth::Rng;
 use solana_account::Account;
 use solana_hash::Hash;
 use solana_message::Message;
@@ -25,6 +27,15 @@ pub fn model_rent(section_lengths: &[usize]) -> u64 {
 /// Fee per signature on the bank (one signer per transaction, no priority fee).
 pub const FEE: u64 = 5_000;
 
+/// Whether a message is a Curta Write (instruction tag 2) of `program`, with or without
+/// compute-budget instructions before it.
+pub fn is_write(program: &Pubkey, message: &Message) -> bool {
+    message.instructions.last().is_some_and(|ix| {
+        message.account_keys[ix.program_id_index as usize] == *program
+            && ix.data.first() == Some(&2)
+    })
+}
+
 /// What a wrapper does on top of the bank.
 pub enum Fault {
     /// Forward everything.
@@ -35,22 +46,32 @@ pub enum Fault {
     /// window), then forward everything: each of those is signed under a blockhash that
     /// expires before it lands.
     DropFirstWrites { count: u64 },
-    /// Hand out blockhashes fetched up to `age` ago (many expire before they are used).
-    StaleBlockhash { age: Duration },
+    /// Hand out `blockhash` (too old to execute, still in the bank's queue) for the first
+    /// `fetches` blockhash requests, then the latest: everything signed with it must be
+    /// signed again.
+    ExpiredBlockhash {
+        blockhash: Hash,
+        last_valid: u64,
+        fetches: u64,
+    },
     /// Deliver each batch of sent transactions last first, each one executed before the next
     /// is handed over: the worst order a leader may pick, deterministically.
     Reverse,
 }
 
-/// A transport around the bank that injects a fault, and records every signature it forwarded
-/// so that a test can count what landed without trusting the client's report.
+/// A transport around another that injects a fault (or none), and records every transaction
+/// it forwarded and the order in which they were seen landed, so that a test can count what
+/// landed without trusting the client's report (and a benchmark can send the same again).
 pub struct Faulty<'a, T: Transport> {
     pub inner: &'a T,
     fault: Fault,
-    rng: Mutex<crate::Rng>,
-    forwarded: Mutex<Vec<Signature>>,
+    rng: Mutex<Rng>,
+    forwarded: Mutex<Vec<Transaction>>,
+    /// Signatures the inner transport reported landed successfully, first sighting first.
+    landed: Mutex<(Vec<Signature>, HashSet<Signature>)>,
     dropped: Mutex<u64>,
-    stale: Mutex<Vec<(Hash, u64, Instant)>>,
+    /// Blockhash requests answered so far.
+    fetched: Mutex<u64>,
     /// Error every call after this many sends (simulates a crash), if set.
     pub fail_after_sends: Mutex<Option<u64>>,
     /// The program id the client is told to use, when it is not the bank's.
@@ -62,10 +83,11 @@ impl<'a, T: Transport> Faulty<'a, T> {
         Faulty {
             inner,
             fault,
-            rng: Mutex::new(crate::Rng::new(seed)),
+            rng: Mutex::new(Rng::new(seed)),
             forwarded: Mutex::new(Vec::new()),
+            landed: Mutex::default(),
             dropped: Mutex::new(0),
-            stale: Mutex::new(Vec::new()),
+            fetched: Mutex::new(0),
             fail_after_sends: Mutex::new(None),
             program_id: None,
         }
@@ -79,21 +101,35 @@ impl<'a, T: Transport> Faulty<'a, T> {
         }
     }
 
+    /// The signatures of every transaction forwarded.
     pub fn forwarded(&self) -> Vec<Signature> {
+        let forwarded = self.forwarded.lock().unwrap();
+        forwarded.iter().map(|tx| tx.signatures[0]).collect()
+    }
+
+    /// Every transaction forwarded, in sending order.
+    pub fn forwarded_transactions(&self) -> Vec<Transaction> {
         self.forwarded.lock().unwrap().clone()
+    }
+
+    /// The messages of the forwarded transactions that landed successfully, in the order the
+    /// statuses showed them landed.
+    pub fn landed_messages(&self) -> Vec<Message> {
+        let forwarded = self.forwarded.lock().unwrap();
+        let by_signature: std::collections::HashMap<Signature, &Message> = forwarded
+            .iter()
+            .map(|tx| (tx.signatures[0], &tx.message))
+            .collect();
+        let landed = self.landed.lock().unwrap();
+        landed
+            .0
+            .iter()
+            .filter_map(|s| by_signature.get(s).map(|m| (*m).clone()))
+            .collect()
     }
 
     pub fn dropped(&self) -> u64 {
         *self.dropped.lock().unwrap()
-    }
-
-    /// A Curta Write (instruction tag 2), with or without compute-budget instructions.
-    fn is_write(&self, tx: &Transaction) -> bool {
-        let message = &tx.message;
-        message.instructions.last().is_some_and(|ix| {
-            message.account_keys[ix.program_id_index as usize] == self.program_id()
-                && ix.data.first() == Some(&2)
-        })
     }
 
     fn crashed(&self) -> Result<(), Error> {
@@ -132,12 +168,18 @@ impl<T: Transport> Transport for Faulty<'_, T> {
         self.crashed()?;
         let fresh = self.inner.latest_blockhash().await?;
         match self.fault {
-            Fault::StaleBlockhash { age } => {
-                let mut stale = self.stale.lock().unwrap();
-                stale.push((fresh.0, fresh.1, Instant::now()));
-                stale.retain(|s| s.2.elapsed() <= age);
-                // The oldest blockhash still within `age`: often one that expires in flight.
-                Ok((stale[0].0, stale[0].1))
+            Fault::ExpiredBlockhash {
+                blockhash,
+                last_valid,
+                fetches,
+            } => {
+                let mut fetched = self.fetched.lock().unwrap();
+                *fetched += 1;
+                Ok(if *fetched <= fetches {
+                    (blockhash, last_valid)
+                } else {
+                    fresh
+                })
             }
             _ => Ok(fresh),
         }
@@ -153,7 +195,8 @@ impl<T: Transport> Transport for Faulty<'_, T> {
             let drop = match self.fault {
                 Fault::Drop { percent } => self.rng.lock().unwrap().below(100) < percent,
                 Fault::DropFirstWrites { count } => {
-                    *self.dropped.lock().unwrap() < count && self.is_write(tx)
+                    *self.dropped.lock().unwrap() < count
+                        && is_write(&self.program_id(), &tx.message)
                 }
                 _ => false,
             };
@@ -163,10 +206,7 @@ impl<T: Transport> Transport for Faulty<'_, T> {
                 keep.push(tx.clone());
             }
         }
-        self.forwarded
-            .lock()
-            .unwrap()
-            .extend(keep.iter().map(|tx| tx.signatures[0]));
+        self.forwarded.lock().unwrap().extend(keep.iter().cloned());
         if let Some(n) = self.fail_after_sends.lock().unwrap().as_mut() {
             *n = n.saturating_sub(1);
         }
@@ -188,10 +228,21 @@ impl<T: Transport> Transport for Faulty<'_, T> {
     }
     async fn statuses(&self, s: &[Signature]) -> Result<Vec<TxStatus>, Error> {
         self.crashed()?;
-        self.inner.statuses(s).await
+        let statuses = self.inner.statuses(s).await?;
+        let mut landed = self.landed.lock().unwrap();
+        let (order, seen) = &mut *landed;
+        for (signature, status) in s.iter().zip(&statuses) {
+            if *status == TxStatus::Landed(Ok(())) && seen.insert(*signature) {
+                order.push(*signature);
+            }
+        }
+        Ok(statuses)
     }
     async fn simulate(&self, tx: &Transaction) -> Result<Simulation, Error> {
         self.inner.simulate(tx).await
+    }
+    async fn wait_for_progress(&self) {
+        self.inner.wait_for_progress().await
     }
 }
 
