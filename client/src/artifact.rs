@@ -39,6 +39,7 @@ impl<'a> LocalArtifact<'a> {
     }
 }
 
+/// Lowercase hex of `bytes` (hashes in reports and errors).
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -52,6 +52,11 @@ impl OnChain {
     pub fn rent_held(&self) -> u64 {
         self.model_lamports + self.weights.iter().map(Weight::lamports).sum::<u64>()
     }
+
+    /// The weight accounts' addresses, in section order (as Reopen and Close list them).
+    pub fn weight_addresses(&self) -> Vec<Pubkey> {
+        self.weights.iter().map(|w| w.address).collect()
+    }
 }
 
 /// An address with no account for the program's purposes: none at all, or a system-owned,

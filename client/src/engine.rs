@@ -308,14 +308,22 @@ impl<'a, T: Transport> Engine<'a, T> {
             return Ok(*fee);
         }
         let (blockhash, _) = self.fresh_blockhash().await?;
-        let message = Message::new_with_blockhash(
-            &self.instructions(&item),
-            Some(&self.payer.pubkey()),
-            &blockhash,
-        );
-        let fee = self.transport.fee_for_message(&message).await?;
+        let instructions = self.instructions(&item);
+        let fee = message_fee(
+            self.transport,
+            &self.payer.pubkey(),
+            &instructions,
+            blockhash,
+        )
+        .await?;
         self.fees.insert(key, fee);
         Ok(fee)
+    }
+
+    /// The fee [`Engine::fee`] found for an item's kind and limit (every item [`Engine::run`]
+    /// sends is priced before its send loop starts).
+    fn priced_fee(&self, item: &Item) -> u64 {
+        self.fees[&(item.kind, self.limit(item.kind, &item.instructions))]
     }
 
     async fn fresh_blockhash(&mut self) -> Result<(Hash, u64), Error> {
@@ -416,13 +424,11 @@ impl<'a, T: Transport> Engine<'a, T> {
         stop_on_failure: bool,
     ) -> Result<Vec<Failure>, Error> {
         // Price every shape first (simulating it for its compute-unit limit where a price is
-        // set): the send and status loop below only reads what this found.
-        let mut fees = HashMap::new();
+        // set): the send and status loop below only reads what this found (`priced_fee`).
+        let mut priced = HashSet::new();
         for item in &items {
-            if let std::collections::hash_map::Entry::Vacant(entry) =
-                fees.entry(shape(item.kind, &item.instructions))
-            {
-                entry.insert(self.fee(item.kind, &item.instructions).await?);
+            if priced.insert(shape(item.kind, &item.instructions)) {
+                self.fee(item.kind, &item.instructions).await?;
             }
         }
         let mut queue: VecDeque<(Item, u32)> = items.into_iter().map(|item| (item, 0)).collect();
@@ -504,7 +510,7 @@ impl<'a, T: Transport> Engine<'a, T> {
                 match status {
                     TxStatus::Landed(result) => {
                         resolved += 1;
-                        self.tally.fees += fees[&shape(f.item.kind, &f.item.instructions)];
+                        self.tally.fees += self.priced_fee(&f.item);
                         match result {
                             Ok(()) => self.count(&f.item),
                             Err(error) => {
@@ -556,6 +562,18 @@ impl<'a, T: Transport> Engine<'a, T> {
             Kind::Reopen | Kind::Close => tally.other += 1,
         }
     }
+}
+
+/// The fee the cluster charges for one transaction of exactly `instructions` paid by `payer`
+/// (its signers are the message's: the payer and any instruction signer), under `blockhash`.
+pub async fn message_fee<T: Transport>(
+    t: &T,
+    payer: &Pubkey,
+    instructions: &[Instruction],
+    blockhash: Hash,
+) -> Result<u64, Error> {
+    let message = Message::new_with_blockhash(instructions, Some(payer), &blockhash);
+    t.fee_for_message(&message).await
 }
 
 /// Serialized size of a transaction of `instructions` paid by `payer` (signatures included),

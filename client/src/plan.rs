@@ -268,31 +268,22 @@ pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Ite
 
 /// The Reopen of the model: every weight account, in section order.
 pub fn reopen(chain: &OnChain, authority: &Pubkey) -> Item {
-    let weights: Vec<Pubkey> = chain.weights.iter().map(|w| w.address).collect();
-    Item::model(
-        Kind::Reopen,
-        vec![ix::reopen(
-            &chain.program_id,
-            &chain.address,
-            authority,
-            &weights,
-        )],
-    )
+    let weights = chain.weight_addresses();
+    let reopen = ix::reopen(&chain.program_id, &chain.address, authority, &weights);
+    Item::model(Kind::Reopen, vec![reopen])
 }
 
 /// The Close of the model, its rent going to `destination`.
 pub fn close(chain: &OnChain, authority: &Pubkey, destination: &Pubkey) -> Item {
-    let weights: Vec<Pubkey> = chain.weights.iter().map(|w| w.address).collect();
-    Item::model(
-        Kind::Close,
-        vec![ix::close(
-            &chain.program_id,
-            &chain.address,
-            authority,
-            destination,
-            &weights,
-        )],
-    )
+    let weights = chain.weight_addresses();
+    let close = ix::close(
+        &chain.program_id,
+        &chain.address,
+        authority,
+        destination,
+        &weights,
+    );
+    Item::model(Kind::Close, vec![close])
 }
 
 /// Rent the payer still owes for the accounts that do not exist yet: each one's rent-exempt

@@ -3,13 +3,12 @@
 
 use crate::artifact::{hex, LocalArtifact};
 use crate::chain;
-use crate::engine::{transaction_len, write_capacity};
+use crate::engine::{message_fee, transaction_len, write_capacity};
 use crate::plan::differing_bytes;
-use crate::steps::{check_model, needs_reopen, rent_table, State};
+use crate::steps::{check_model, rent_table, Plan, State};
 use crate::transport::Transport;
 use crate::Error;
 use curta_program::state::ModelState;
-use solana_message::Message;
 use solana_pubkey::Pubkey;
 use std::time::Instant;
 
@@ -137,46 +136,31 @@ async fn needed<T: Transport>(
         n.fees = Some(0);
         return Ok(n);
     }
-    let lengths = model.sections();
-    let rents = rent_table(t, lengths).await?;
-    // Weight accounts still to create and initialize, grouped as publish groups them.
+    let rents = rent_table(t, model.sections()).await?;
     let rent = |len: usize| rents[&len];
-    let creates = crate::plan::creates(
+    let plan = Plan::new(
         chain,
         &model.authority,
-        model.weights_hash,
-        lengths,
+        artifact,
+        true,
         &rent,
         &|ixs| transaction_len(&model.authority, false, ixs),
+        write_capacity(false),
     );
-    n.create = creates.len() as u64;
-    n.rent = crate::plan::missing_rent(chain, lengths, &rent);
-    let mut must_write = model.state == ModelState::Mismatch;
-    if let Some(artifact) = artifact {
-        let writes = crate::plan::writes(
-            chain,
-            &artifact.sections,
-            &model.authority,
-            write_capacity(false),
-        );
-        n.write = Some(writes.len() as u64);
-        n.write_bytes_min = writes.iter().map(|w| w.bytes()).min();
-        n.write_bytes_max = writes.iter().map(|w| w.bytes()).max();
-        must_write |= !writes.is_empty();
-    }
-    let reopen = needs_reopen(chain, must_write);
-    n.other = reopen as u64;
-    n.seal = if reopen {
-        model.total_chunks
-    } else {
-        model.total_chunks - model.seal_cursor
-    } as u64;
-    if let Some(write) = n.write {
-        // Every one of them has one signer (the authority) and no compute-budget instruction.
+    n.create = plan.creates.len() as u64;
+    n.rent = plan.rent;
+    n.other = plan.reopen.is_some() as u64;
+    n.seal = plan.seal_chunks as u64;
+    if artifact.is_some() {
+        n.write = Some(plan.writes.len() as u64);
+        n.write_bytes_min = plan.writes.iter().map(|w| w.bytes()).min();
+        n.write_bytes_max = plan.writes.iter().map(|w| w.bytes()).max();
         let (blockhash, _) = t.latest_blockhash().await?;
-        let message = Message::new_with_blockhash(&[], Some(&model.authority), &blockhash);
-        let fee = t.fee_for_message(&message).await?;
-        n.fees = Some(fee * (n.create + write + n.seal + n.other));
+        let mut fees = 0;
+        for (_, example, count) in plan.shapes() {
+            fees += count * message_fee(t, &model.authority, example, blockhash).await?;
+        }
+        n.fees = Some(fees);
     }
     Ok(n)
 }

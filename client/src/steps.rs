@@ -107,7 +107,7 @@ pub(crate) fn check_funds(
 }
 
 /// Frozen sections (Sealing) or a failed seal (Mismatch) must be reopened before writing.
-pub(crate) fn needs_reopen(chain: &OnChain, must_write: bool) -> bool {
+fn needs_reopen(chain: &OnChain, must_write: bool) -> bool {
     matches!(
         chain.model.as_ref().map(|m| m.state),
         Some(ModelState::Sealing) | Some(ModelState::Mismatch)
@@ -147,7 +147,10 @@ pub struct Plan {
 
 impl Plan {
     /// The plan for `chain` (the model at `chain.address` of `authority`) to hold `artifact`
-    /// (if given) and, with `seal`, to reach Sealed. `tx_len` sizes transactions.
+    /// (if given) and, with `seal`, to reach Sealed. Without the artifact nothing is written,
+    /// and the accounts still missing are planned from the model's declared hash and lengths
+    /// (which `check_model` holds equal to the artifact's when both exist). `tx_len` sizes
+    /// transactions.
     pub fn new(
         chain: &OnChain,
         authority: &Pubkey,
@@ -158,31 +161,27 @@ impl Plan {
         write_capacity: usize,
     ) -> Plan {
         let state = chain.model.as_ref().map(|m| m.state);
-        let (creates, writes, lengths) = match artifact {
-            Some(artifact) if state != Some(ModelState::Sealed) => (
-                plan::creates(
-                    chain,
-                    authority,
-                    artifact.weights_hash,
-                    &artifact.lengths,
-                    rent,
-                    tx_len,
-                ),
-                plan::writes(chain, &artifact.sections, authority, write_capacity),
-                artifact.lengths.clone(),
+        let declared = match (artifact, &chain.model) {
+            (Some(artifact), _) => Some((artifact.weights_hash, artifact.lengths.clone())),
+            (None, Some(model)) => Some((model.weights_hash, model.sections().to_vec())),
+            (None, None) => None,
+        };
+        let (creates, writes, lengths) = match declared {
+            Some((weights_hash, lengths)) if state != Some(ModelState::Sealed) => (
+                plan::creates(chain, authority, weights_hash, &lengths, rent, tx_len),
+                artifact.map_or(Vec::new(), |artifact| {
+                    plan::writes(chain, &artifact.sections, authority, write_capacity)
+                }),
+                lengths,
             ),
-            _ => (
+            declared => (
                 Creates::default(),
                 Vec::new(),
-                chain
-                    .model
-                    .as_ref()
-                    .map_or(Vec::new(), |m| m.sections().to_vec()),
+                declared.map_or(Vec::new(), |(_, lengths)| lengths),
             ),
         };
         let must_write = !writes.is_empty() || state == Some(ModelState::Mismatch);
-        let reopen = (artifact.is_some() && needs_reopen(chain, must_write))
-            .then(|| plan::reopen(chain, authority));
+        let reopen = needs_reopen(chain, must_write).then(|| plan::reopen(chain, authority));
         let seal_chunks = match &chain.model {
             _ if !seal || state == Some(ModelState::Sealed) => 0,
             Some(m) if reopen.is_none() => m.total_chunks - m.seal_cursor,
@@ -205,22 +204,34 @@ impl Plan {
             || (self.seal_chunks > 0 && chain.model.as_ref().is_none_or(|m| m.seal_cursor == 0))
     }
 
-    /// The fee of every planned transaction. With a compute-unit price, each kind's
-    /// representative is measured first, so the check and the transactions sent use the same
-    /// compute-unit limits.
-    pub async fn fees<T: Transport>(&self, engine: &mut Engine<'_, T>) -> Result<u64, Error> {
-        let mut fees = 0;
-        for item in self.creates.items() {
-            fees += engine.fee(Kind::Create, &item.instructions).await?;
-        }
+    /// Each planned shape of transaction: its kind, a representative's instructions, and how
+    /// many transactions of it are planned (the largest Write stands for every Write, the
+    /// next seal for every seal).
+    pub fn shapes(&self) -> Vec<(Kind, &[Instruction], u64)> {
+        let mut shapes: Vec<(Kind, &[Instruction], u64)> = self
+            .creates
+            .items()
+            .map(|item| (Kind::Create, item.instructions.as_slice(), 1))
+            .collect();
         if let Some(item) = self.writes.iter().max_by_key(|w| w.bytes()) {
-            fees += self.writes.len() as u64 * engine.fee(Kind::Write, &item.instructions).await?;
+            shapes.push((Kind::Write, &item.instructions, self.writes.len() as u64));
         }
         if let Some(item) = &self.reopen {
-            fees += engine.fee(Kind::Reopen, &item.instructions).await?;
+            shapes.push((Kind::Reopen, &item.instructions, 1));
         }
         if let Some(item) = &self.next_seal {
-            fees += self.seal_chunks as u64 * engine.fee(Kind::Seal, &item.instructions).await?;
+            shapes.push((Kind::Seal, &item.instructions, self.seal_chunks as u64));
+        }
+        shapes
+    }
+
+    /// The fee of every planned transaction, as `engine` will send it. With a compute-unit
+    /// price, each shape's representative is measured first, so the check and the
+    /// transactions sent use the same compute-unit limits.
+    pub async fn fees<T: Transport>(&self, engine: &mut Engine<'_, T>) -> Result<u64, Error> {
+        let mut fees = 0;
+        for (kind, example, count) in self.shapes() {
+            fees += count * engine.fee(kind, example).await?;
         }
         Ok(fees)
     }

@@ -51,6 +51,19 @@ fn check_range(field: &'static str, value: u32, min: u32, max: u32) -> Result<()
     Ok(())
 }
 
+/// `field` (name, value) must divide `of` (name, value).
+fn check_divides(field: (&'static str, u32), of: (&'static str, u32)) -> Result<(), FormatError> {
+    if of.1 % field.1 != 0 {
+        return Err(FormatError::NotADivisor {
+            field: field.0,
+            value: field.1,
+            of: of.0,
+            of_value: of.1,
+        });
+    }
+    Ok(())
+}
+
 impl Config {
     /// The seven fields' names, in [`Config::fields`] order.
     pub const FIELD_NAMES: [&'static str; 7] = [
@@ -74,23 +87,9 @@ impl Config {
         check_range(hidden_dim, self.hidden_dim, 1, 2048)?;
         check_range(layers, self.layers, 1, 16)?;
         check_range(heads, self.heads, 1, 16)?;
-        if self.dim % self.heads != 0 {
-            return Err(FormatError::NotADivisor {
-                field: heads,
-                value: self.heads,
-                of: dim,
-                of_value: self.dim,
-            });
-        }
+        check_divides((heads, self.heads), (dim, self.dim))?;
         check_range(kv_heads, self.kv_heads, 1, self.heads)?;
-        if self.heads % self.kv_heads != 0 {
-            return Err(FormatError::NotADivisor {
-                field: kv_heads,
-                value: self.kv_heads,
-                of: heads,
-                of_value: self.heads,
-            });
-        }
+        check_divides((kv_heads, self.kv_heads), (heads, self.heads))?;
         check_range(vocab_size, self.vocab_size, 259, 65_536)?;
         check_range(context_length, self.context_length, 1, 512)?;
         let head_size = self.head_size();

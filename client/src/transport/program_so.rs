@@ -63,10 +63,7 @@ impl ProgramSo {
 
     pub fn sha256_hex(&self) -> String {
         use sha2::{Digest, Sha256};
-        Sha256::digest(&self.bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::artifact::hex(&Sha256::digest(&self.bytes))
     }
 
     /// "SBF <path> (<size> bytes, sha256 <hash>)", for reports.
