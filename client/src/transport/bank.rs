@@ -26,12 +26,10 @@ use std::time::{Duration, Instant};
 /// (one every 6.4 ms, each valid for 150) are registered on the working bank only; so each
 /// transaction is handed to the server's process-and-wait call in a task of its own, which
 /// prices it against the working bank. That call panics on a blockhash too old to execute,
-/// so such a transaction is dropped here instead (the bank would refuse it anyway). And the
-/// bank forgets a signature's status when its blockhash leaves the queue, about a second
-/// later: a client slowed down by a loaded machine would then take a landed transaction for
-/// a lost one and sign it again. So the outcome the process call returns (the bank's own
-/// status of that signature) is kept for as long as the transport lives, as an RPC node
-/// keeps its transaction history.
+/// so such a transaction is dropped here instead (the bank would refuse it anyway). The
+/// outcome that call returns is the bank's own status of the signature: it is kept, and
+/// statuses are answered from it, so the bank is asked only about transactions still
+/// executing or sent by another transport.
 pub struct BankTransport {
     client: BanksClient,
     context: Mutex<ProgramTestContext>,
@@ -52,8 +50,9 @@ pub struct BankTransport {
 type Outcomes = std::sync::Arc<Mutex<HashMap<Signature, Result<(), TransactionError>>>>;
 
 /// How long the bank may take to answer a process call. The banks client's default, 10 s, is
-/// exceeded on a machine loaded with many banks (every Write into a 9.47 MB section copies it
-/// in and out of the VM), and an answer cut off that way is an outcome lost.
+/// exceeded on a machine loaded with many banks (`cargo test` runs dozens side by side, and
+/// every Write into a 9.47 MB section copies it in and out of the VM): the server then logs
+/// DeadlineExceeded and the answer is lost.
 const PROCESS_DEADLINE: Duration = Duration::from_secs(120);
 
 /// The outcome of a transaction the process call saw executed (and charged): success, or an
@@ -276,8 +275,7 @@ impl Transport for BankTransport {
                 let executing = self.executing.clone();
                 let outcomes = self.outcomes.clone();
                 executing.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                // The engine reads the outcome from the statuses, which this call's answer
-                // keeps once the bank forgets it.
+                // The engine reads the outcome from the statuses, answered from this call.
                 tokio::spawn(async move {
                     let signature = transaction.signatures[0];
                     let mut context = tarpc::context::current();
