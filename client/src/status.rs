@@ -20,8 +20,9 @@ pub struct Needed {
     pub create: u64,
     pub write: Option<u64>,
     pub seal: u64,
-    /// A Reopen, when frozen sections must be rewritten.
-    pub other: u64,
+    /// A Reopen (1), when frozen sections must be rewritten; `other` in the JSON, as the
+    /// reports count Reopen and Close.
+    pub reopen: u64,
     pub write_bytes_min: Option<usize>,
     pub write_bytes_max: Option<usize>,
     /// Rent of the weight accounts still to create.
@@ -149,7 +150,7 @@ async fn needed<T: Transport>(
     );
     n.create = plan.creates.len() as u64;
     n.rent = plan.rent;
-    n.other = plan.reopen.is_some() as u64;
+    n.reopen = plan.reopen.is_some() as u64;
     n.seal = plan.seal_chunks as u64;
     if artifact.is_some() {
         n.write = Some(plan.writes.len() as u64);
@@ -192,7 +193,7 @@ impl Status {
                 create: n.create,
                 write: n.write,
                 seal: n.seal,
-                other: n.other,
+                other: n.reopen,
             },
             write_bytes_per_tx: match (n.write_bytes_min, n.write_bytes_max) {
                 (Some(min), Some(max)) => Some(MinMax { min, max }),
@@ -223,7 +224,7 @@ impl Status {
             n.create,
             n.write.map_or_else(unknown, |w| w.to_string()),
             n.seal,
-            n.other,
+            n.reopen,
             n.rent,
             n.fees.map_or_else(unknown, |f| f.to_string()),
             if n.write.is_none() { " (writes: give --artifact)" } else { "" }
