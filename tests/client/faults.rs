@@ -8,9 +8,6 @@ use curta_client::{publish, verify};
 use curta_tests::client::{landed, model_rent, Fault, Faulty, FEE};
 use curta_tests::{sha256_chain, split_sections, stories260k_artifact, Rng};
 use solana_hash::Hash;
-use solana_message::Message;
-use solana_transaction::Transaction;
-use solana_transaction_error::TransactionError;
 use std::time::Duration;
 
 /// The end state every fault test requires.
@@ -84,17 +81,7 @@ async fn dropped_transactions_are_resent_until_sealed() {
 
 /// Waits until the bank no longer executes transactions under `blockhash`.
 async fn until_too_old(bank: &BankTransport, blockhash: Hash) {
-    loop {
-        let mut message = Message::new(&[], Some(&bank.mint().pubkey()));
-        message.recent_blockhash = blockhash;
-        let simulation = bank
-            .banks_client()
-            .simulate_transaction(Transaction::new_unsigned(message))
-            .await
-            .unwrap();
-        if simulation.result == Some(Err(TransactionError::BlockhashNotFound)) {
-            return;
-        }
+    while bank.blockhash_usable(&blockhash).await.unwrap() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

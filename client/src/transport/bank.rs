@@ -155,7 +155,7 @@ impl BankTransport {
 impl BankTransport {
     /// Whether the bank still executes transactions with this blockhash: a simulation of an
     /// empty transaction checks its age (with a margin of 24 of the 150 allowed) and nothing else.
-    async fn blockhash_usable(&self, blockhash: &Hash) -> Result<bool, Error> {
+    pub async fn blockhash_usable(&self, blockhash: &Hash) -> Result<bool, Error> {
         {
             let checked = self.checked.lock().unwrap();
             if checked.0 == *blockhash && checked.1.elapsed() < Duration::from_millis(100) {
@@ -302,7 +302,7 @@ impl Transport for BankTransport {
     async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error> {
         // What executed through this transport is known; the bank is asked about the rest
         // (still executing, or sent by another transport).
-        let mut statuses: Vec<Option<TxStatus>> = {
+        let known: Vec<Option<TxStatus>> = {
             let outcomes = self.outcomes.lock().unwrap();
             signatures
                 .iter()
@@ -311,25 +311,27 @@ impl Transport for BankTransport {
         };
         let ask: Vec<Signature> = signatures
             .iter()
-            .zip(&statuses)
-            .filter(|(_, status)| status.is_none())
-            .map(|(s, _)| *s)
+            .zip(&known)
+            .filter_map(|(s, status)| status.is_none().then_some(*s))
             .collect();
-        if !ask.is_empty() {
-            let mut answers = self
+        let mut answers = match ask.is_empty() {
+            true => Vec::new(),
+            false => self
                 .client
                 .get_transaction_statuses(ask)
                 .await
-                .map_err(bank_error)?
-                .into_iter();
-            for status in statuses.iter_mut().filter(|s| s.is_none()) {
-                *status = Some(match answers.next().flatten() {
+                .map_err(bank_error)?,
+        }
+        .into_iter();
+        Ok(known
+            .into_iter()
+            .map(|status| {
+                status.unwrap_or_else(|| match answers.next().flatten() {
                     None => TxStatus::Unknown,
                     Some(status) => TxStatus::Landed(status.err.map_or(Ok(()), Err)),
-                });
-            }
-        }
-        Ok(statuses.into_iter().flatten().collect())
+                })
+            })
+            .collect())
     }
 
     async fn wait_for_progress(&self) {
