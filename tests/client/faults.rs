@@ -171,3 +171,81 @@ async fn aborted_runs_resume_from_chain_state() {
     );
     assert_sealed_and_accounted(&bank, &authority, &artifact, before, &forwarded).await;
 }
+
+/// The bank writes a batch's statuses when the whole batch commits, and its age check comes
+/// first: 600 Writes into a 9.47 MB section make one batch that outlives its blockhash (the
+/// bank stops pricing the blockhash after about 2.4 s, the batch takes about 10 s here; on
+/// 2026-12-02 only 58 of the 600 had a status when the blockhash left the bank's queue).
+/// The transport must not call the blockhash expired while any of them may still land: the
+/// engine would sign them again and pay twice. When it says expired, every one has landed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blockhash_is_not_expired_while_its_batch_executes() {
+    const WRITES: usize = 600;
+    const BYTES: usize = 1_000;
+    let artifact = curta_tests::Layout::Eight.artifact();
+    let sections = split_sections(&artifact);
+    let (bank, authority) = bank(200 * SOL).await;
+    // Create the model and its accounts (the first two sends), then stop.
+    let creates = Faulty::new(&bank, Fault::None, 1);
+    *creates.fail_after_sends.lock().unwrap() = Some(2);
+    publish(&creates, &authority, &artifact, true, &options())
+        .await
+        .unwrap_err();
+    bank.settle().await;
+    let program = curta_program::id();
+    let hash = sha256_chain(sections.iter().map(Vec::as_slice));
+    let model = curta_program::state::model_address(&program, &authority.pubkey(), &hash).0;
+    let (big, section) = sections
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, s)| s.len())
+        .unwrap();
+    assert!(section.len() > 9_000_000 && section.len() >= WRITES * BYTES);
+    let weight =
+        curta_program::state::weight_address(&program, &authority.pubkey(), &model, big as u8);
+    let before = bank.balance(&authority.pubkey()).await.unwrap();
+    let (blockhash, last_valid) = bank.latest_blockhash().await.unwrap();
+    let writes: Vec<solana_transaction::Transaction> = (0..WRITES)
+        .map(|i| {
+            let offset = i * BYTES;
+            let write = curta_program::instruction::write(
+                &program,
+                &weight,
+                &authority.pubkey(),
+                offset as u32,
+                &section[offset..offset + BYTES],
+            );
+            solana_transaction::Transaction::new_signed_with_payer(
+                &[write],
+                Some(&authority.pubkey()),
+                &[&authority],
+                blockhash,
+            )
+        })
+        .collect();
+    let signatures: Vec<_> = writes.iter().map(|tx| tx.signatures[0]).collect();
+    bank.send(&writes).await.unwrap();
+    let started = std::time::Instant::now();
+    while !bank
+        .blockhash_expired(&blockhash, last_valid)
+        .await
+        .unwrap()
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let statuses = bank.statuses(&signatures).await.unwrap();
+    let unlanded = statuses
+        .iter()
+        .filter(|s| !matches!(s, curta_client::transport::TxStatus::Landed(Ok(()))))
+        .count();
+    assert_eq!(unlanded, 0, "writes without a status when called expired");
+    assert_eq!(
+        before - bank.balance(&authority.pubkey()).await.unwrap(),
+        FEE * WRITES as u64,
+        "one fee per write"
+    );
+}

@@ -6,6 +6,7 @@ use super::{Profile, Simulation, Transport, TxStatus};
 use crate::Error;
 use solana_account::{Account, AccountSharedData};
 use solana_commitment_config::CommitmentLevel;
+use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_hash::Hash;
 use solana_keypair::Keypair;
 use solana_message::Message;
@@ -29,11 +30,18 @@ use std::time::{Duration, Instant};
 /// so such a transaction is dropped here instead (the bank would refuse it anyway). The
 /// outcome that call returns is the bank's own status of the signature: it is kept, and
 /// statuses are answered from it, so the bank is asked only about transactions still
-/// executing or sent by another transport.
+/// executing or sent by another transport. Last, the server executes what it received as one
+/// batch: the batch's age check comes first and its statuses are written when the whole batch
+/// commits, which for hundreds of Writes into a 9.47 MB section is seconds later. A blockhash
+/// may leave the bank's queue in between, so [`Transport::blockhash_expired`] says so only
+/// after a fence ([`BankTransport::fence`]).
 pub struct BankTransport {
     client: BanksClient,
     context: Mutex<ProgramTestContext>,
-    mint_address: Pubkey,
+    /// The genesis mint: it pays for fences and the simulations that check a blockhash.
+    mint: Keypair,
+    /// Fences sent so far (each fence's compute-unit limit differs, so its signature does).
+    fences: std::sync::atomic::AtomicU32,
     program_id: Pubkey,
     checked: Mutex<(Hash, Instant)>,
     /// Signalled whenever a sent transaction finishes executing (tokio's timer cannot sleep
@@ -54,6 +62,9 @@ type Outcomes = std::sync::Arc<Mutex<HashMap<Signature, Result<(), TransactionEr
 /// every Write into a 9.47 MB section copies it in and out of the VM): the server then logs
 /// DeadlineExceeded and the answer is lost.
 const PROCESS_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The least compute-unit limit a fence carries (the limit only makes each fence unique).
+const FENCE_UNITS: u32 = 200_000;
 
 /// The outcome of a transaction the process call saw executed (and charged): success, or an
 /// error of its execution. `None` for a transaction the bank never executed (refused before
@@ -111,12 +122,13 @@ impl BankTransport {
             );
         }
         let context = test.start_with_context().await;
-        let mint_address = context.payer.pubkey();
+        let mint = context.payer.insecure_clone();
         let checked = Mutex::new((Hash::default(), Instant::now()));
         Ok(BankTransport {
             client: context.banks_client.clone(),
             context: Mutex::new(context),
-            mint_address,
+            mint,
+            fences: Default::default(),
             program_id,
             checked,
             finished: Default::default(),
@@ -128,7 +140,7 @@ impl BankTransport {
 
     /// The genesis mint of the bank: a keypair holding about 1,000,000 SOL.
     pub fn mint(&self) -> Keypair {
-        self.context.lock().unwrap().payer.insecure_clone()
+        self.mint.insecure_clone()
     }
 
     pub fn banks_client(&self) -> BanksClient {
@@ -162,7 +174,7 @@ impl BankTransport {
                 return Ok(true);
             }
         }
-        let mut message = Message::new(&[], Some(&self.mint_address));
+        let mut message = Message::new(&[], Some(&self.mint.pubkey()));
         message.recent_blockhash = *blockhash;
         let simulation = self
             .client
@@ -177,6 +189,53 @@ impl BankTransport {
             *self.checked.lock().unwrap() = (*blockhash, Instant::now());
         }
         Ok(ok)
+    }
+}
+
+impl BankTransport {
+    /// Returns once a transaction handed to the banks server after the call began has
+    /// landed. The server executes its batches one at a time, in the order it took them, so
+    /// by then every batch it took before has committed and written its statuses. The fence
+    /// is an empty transaction paid by the mint; one whose blockhash ages out behind a long
+    /// batch may be refused, so a new one follows whenever the last one's blockhash is no
+    /// longer usable.
+    pub async fn fence(&self) -> Result<(), Error> {
+        let started = Instant::now();
+        let mut sent: Vec<Signature> = Vec::new();
+        let (mut last, mut sent_at) = (Hash::default(), started);
+        loop {
+            let aged = sent_at.elapsed() > Duration::from_millis(100)
+                && !self.blockhash_usable(&last).await?;
+            if sent.is_empty() || aged {
+                last = self.latest_blockhash().await?.0;
+                sent_at = Instant::now();
+                let n = self
+                    .fences
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let fence = Transaction::new_signed_with_payer(
+                    &[ComputeBudgetInstruction::set_compute_unit_limit(
+                        FENCE_UNITS + n % FENCE_UNITS,
+                    )],
+                    Some(&self.mint.pubkey()),
+                    &[&self.mint],
+                    last,
+                );
+                sent.push(fence.signatures[0]);
+                self.send(std::slice::from_ref(&fence)).await?;
+            }
+            let statuses = self.statuses(&sent).await?;
+            if statuses.iter().any(|s| matches!(s, TxStatus::Landed(_))) {
+                return Ok(());
+            }
+            if started.elapsed() > PROCESS_DEADLINE {
+                return Err(Error::Stalled(format!(
+                    "the in-process bank executed none of {} fence transactions in {} s",
+                    sent.len(),
+                    PROCESS_DEADLINE.as_secs()
+                )));
+            }
+            self.wait_for_progress().await;
+        }
     }
 }
 
@@ -245,15 +304,21 @@ impl Transport for BankTransport {
 
     async fn blockhash_expired(&self, blockhash: &Hash, _last_valid: u64) -> Result<bool, Error> {
         // The bank's block height does not advance; a blockhash has left the bank's queue
-        // (and can never be accepted again) exactly when the bank can no longer price it.
+        // (and can never pass an age check again) exactly when the bank can no longer price
+        // it. A batch checked before may still be executing: the fence waits for it.
         let mut message = Message::new(&[], Some(&Pubkey::new_unique()));
         message.recent_blockhash = *blockhash;
-        Ok(self
+        let priced = self
             .client
             .get_fee_for_message(message)
             .await
             .map_err(bank_error)?
-            .is_none())
+            .is_some();
+        if priced {
+            return Ok(false);
+        }
+        self.fence().await?;
+        Ok(true)
     }
 
     async fn send(&self, transactions: &[Transaction]) -> Result<(), Error> {
