@@ -161,29 +161,27 @@ impl Plan {
         write_capacity: usize,
     ) -> Plan {
         let state = chain.model.as_ref().map(|m| m.state);
-        let declared = match (artifact, &chain.model) {
-            (Some(artifact), _) => Some((artifact.weights_hash, artifact.lengths.clone())),
-            (None, Some(model)) => Some((model.weights_hash, model.sections().to_vec())),
-            (None, None) => None,
+        let open = state != Some(ModelState::Sealed);
+        // The declared hash and section lengths: the artifact's, else the model's.
+        let (weights_hash, lengths) = match (artifact, &chain.model) {
+            (Some(artifact), _) => (Some(artifact.weights_hash), artifact.lengths.clone()),
+            (None, Some(model)) => (Some(model.weights_hash), model.sections().to_vec()),
+            (None, None) => (None, Vec::new()),
         };
-        let (creates, writes, lengths) = match declared {
-            Some((weights_hash, lengths)) if state != Some(ModelState::Sealed) => (
-                plan::creates(chain, authority, weights_hash, &lengths, rent, tx_len),
-                artifact.map_or(Vec::new(), |artifact| {
-                    plan::writes(chain, &artifact.sections, authority, write_capacity)
-                }),
-                lengths,
-            ),
-            declared => (
-                Creates::default(),
-                Vec::new(),
-                declared.map_or(Vec::new(), |(_, lengths)| lengths),
-            ),
+        let creates = match weights_hash {
+            Some(hash) if open => plan::creates(chain, authority, hash, &lengths, rent, tx_len),
+            _ => Creates::default(),
+        };
+        let writes = match artifact {
+            Some(artifact) if open => {
+                plan::writes(chain, &artifact.sections, authority, write_capacity)
+            }
+            _ => Vec::new(),
         };
         let must_write = !writes.is_empty() || state == Some(ModelState::Mismatch);
         let reopen = needs_reopen(chain, must_write).then(|| plan::reopen(chain, authority));
         let seal_chunks = match &chain.model {
-            _ if !seal || state == Some(ModelState::Sealed) => 0,
+            _ if !seal || !open => 0,
             Some(m) if reopen.is_none() => m.total_chunks - m.seal_cursor,
             _ => curta_core::total_chunks(&lengths),
         };
