@@ -49,6 +49,14 @@ pub fn options() -> Options {
 
 pub const SOL: u64 = 1_000_000_000;
 
+/// The model address of `authority` for `artifact` at the default program id, from the
+/// independent hash.
+pub fn model_of(authority: &Pubkey, artifact: &[u8]) -> Pubkey {
+    let sections = curta_tests::split_sections(artifact);
+    let hash = curta_tests::sha256_chain(sections.iter().map(Vec::as_slice));
+    curta_program::state::model_address(&curta_program::id(), authority, &hash).0
+}
+
 pub fn lengths(sections: &[Vec<u8>]) -> Vec<usize> {
     sections.iter().map(Vec::len).collect()
 }

@@ -193,8 +193,7 @@ async fn a_blockhash_is_not_expired_while_its_batch_executes() {
         .unwrap_err();
     bank.settle().await;
     let program = curta_program::id();
-    let hash = sha256_chain(sections.iter().map(Vec::as_slice));
-    let model = curta_program::state::model_address(&program, &authority.pubkey(), &hash).0;
+    let model = model_of(&authority.pubkey(), &artifact);
     let (big, section) = sections
         .iter()
         .enumerate()

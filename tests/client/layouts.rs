@@ -18,13 +18,6 @@ const AUTHORITIES: u64 = 50;
 /// Enough for the rent of the largest layout (16.5 MB, about 115 SOL) and its fees.
 const FUNDS: u64 = 200 * SOL;
 
-/// The model address of `authority` for `artifact`, from the independent hash.
-fn model_of(authority: &Pubkey, artifact: &[u8]) -> Pubkey {
-    let sections = split_sections(artifact);
-    let hash = sha256_chain(sections.iter().map(Vec::as_slice));
-    model_address(&curta_program::id(), authority, &hash).0
-}
-
 /// The end state every publish here must reach: the model account says Sealed (state byte
 /// 9 = 4) with the declared and running hashes equal to the independently computed chain,
 /// the chain's bytes equal the file, close is refused without spending, and the only live

@@ -190,39 +190,17 @@ impl BankTransport {
         }
         Ok(ok)
     }
-}
 
-impl BankTransport {
     /// Returns once a transaction handed to the banks server after the call began has
     /// landed. The server executes its batches one at a time, in the order it took them, so
-    /// by then every batch it took before has committed and written its statuses. The fence
-    /// is an empty transaction paid by the mint; one whose blockhash ages out behind a long
-    /// batch may be refused, so a new one follows whenever the last one's blockhash is no
-    /// longer usable.
+    /// by then every batch it took before has committed and written its statuses. A fence
+    /// whose blockhash ages out behind a long batch may be refused, so a new one follows
+    /// whenever the last one's blockhash is no longer usable.
     pub async fn fence(&self) -> Result<(), Error> {
         let started = Instant::now();
-        let mut sent: Vec<Signature> = Vec::new();
-        let (mut last, mut sent_at) = (Hash::default(), started);
+        let (signature, mut blockhash) = self.send_fence().await?;
+        let (mut sent, mut sent_at) = (vec![signature], Instant::now());
         loop {
-            let aged = sent_at.elapsed() > Duration::from_millis(100)
-                && !self.blockhash_usable(&last).await?;
-            if sent.is_empty() || aged {
-                last = self.latest_blockhash().await?.0;
-                sent_at = Instant::now();
-                let n = self
-                    .fences
-                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let fence = Transaction::new_signed_with_payer(
-                    &[ComputeBudgetInstruction::set_compute_unit_limit(
-                        FENCE_UNITS + n % FENCE_UNITS,
-                    )],
-                    Some(&self.mint.pubkey()),
-                    &[&self.mint],
-                    last,
-                );
-                sent.push(fence.signatures[0]);
-                self.send(std::slice::from_ref(&fence)).await?;
-            }
             let statuses = self.statuses(&sent).await?;
             if statuses.iter().any(|s| matches!(s, TxStatus::Landed(_))) {
                 return Ok(());
@@ -234,8 +212,35 @@ impl BankTransport {
                     PROCESS_DEADLINE.as_secs()
                 )));
             }
+            if sent_at.elapsed() > Duration::from_millis(100)
+                && !self.blockhash_usable(&blockhash).await?
+            {
+                let (signature, latest) = self.send_fence().await?;
+                sent.push(signature);
+                (blockhash, sent_at) = (latest, Instant::now());
+            }
             self.wait_for_progress().await;
         }
+    }
+
+    /// Sends one fence: an empty transaction paid by the mint under the latest blockhash
+    /// (a compute-unit limit of its own makes its signature new). Returns its signature and
+    /// blockhash.
+    async fn send_fence(&self) -> Result<(Signature, Hash), Error> {
+        let blockhash = self.latest_blockhash().await?.0;
+        let n = self
+            .fences
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let fence = Transaction::new_signed_with_payer(
+            &[ComputeBudgetInstruction::set_compute_unit_limit(
+                FENCE_UNITS + n % FENCE_UNITS,
+            )],
+            Some(&self.mint.pubkey()),
+            &[&self.mint],
+            blockhash,
+        );
+        self.send(std::slice::from_ref(&fence)).await?;
+        Ok((fence.signatures[0], blockhash))
     }
 }
 
