@@ -177,7 +177,9 @@ async fn aborted_runs_resume_from_chain_state() {
 /// bank stops pricing the blockhash after about 2.4 s, the batch takes about 10 s here; on
 /// 2026-12-02 only 58 of the 600 had a status when the blockhash left the bank's queue).
 /// The transport must not call the blockhash expired while any of them may still land: the
-/// engine would sign them again and pay twice. When it says expired, every one has landed.
+/// engine would sign them again and pay twice. What has landed when it says expired is all
+/// that ever lands (on an idle machine all 600; under load some reach the bank too late and
+/// are refused), one fee each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blockhash_is_not_expired_while_its_batch_executes() {
     const WRITES: usize = 600;
@@ -236,15 +238,29 @@ async fn a_blockhash_is_not_expired_while_its_batch_executes() {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let statuses = bank.statuses(&signatures).await.unwrap();
-    let unlanded = statuses
-        .iter()
-        .filter(|s| !matches!(s, curta_client::transport::TxStatus::Landed(Ok(()))))
-        .count();
-    assert_eq!(unlanded, 0, "writes without a status when called expired");
+    let when_expired = landed_writes(&bank, &signatures).await;
+    // Every process call has returned by now (executed, refused, or past its deadline).
+    bank.settle().await;
+    let finally = landed_writes(&bank, &signatures).await;
+    eprintln!(
+        "{when_expired} of {WRITES} Writes had landed when called expired, {finally} in the end"
+    );
+    assert_eq!(
+        finally, when_expired,
+        "Writes that landed after their blockhash was called expired"
+    );
     assert_eq!(
         before - bank.balance(&authority.pubkey()).await.unwrap(),
-        FEE * WRITES as u64,
-        "one fee per write"
+        FEE * when_expired,
+        "one fee per landed Write"
     );
+}
+
+/// How many of `signatures` have landed successfully, now.
+async fn landed_writes(bank: &BankTransport, signatures: &[solana_signature::Signature]) -> u64 {
+    let statuses = bank.statuses(signatures).await.unwrap();
+    statuses
+        .iter()
+        .filter(|s| matches!(s, curta_client::transport::TxStatus::Landed(Ok(()))))
+        .count() as u64
 }
