@@ -19,6 +19,8 @@ mod hash;
 #[clippy::msrv = "1.85"]
 pub mod header;
 #[clippy::msrv = "1.85"]
+pub mod infer;
+#[clippy::msrv = "1.85"]
 mod layout;
 #[clippy::msrv = "1.85"]
 pub mod le;

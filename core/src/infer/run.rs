@@ -1,0 +1,646 @@
+//! A run over its state buffer: start it (a prompt to continue, or tokens to score), then
+//! advance it by bounded work until it ends. Every token's work is a fixed list of stages, each
+//! of a fixed number of items (docs/inference.md, "Stages"); the state records the next item,
+//! and an advance does whole items only, so any split of the work into advances gives the same
+//! state bytes and the same tokens as one advance.
+
+use super::forward::{attention_head, embed, gated, matrix_rows, rmsnorm, rotary};
+use super::sample::{argmax, sample, Settings, MAX_TEMPERATURE, ONE};
+use super::state::{field, Fields, FieldsMut, Mode, StateLayout, Status, STATE_TAG};
+use super::tokenizer::{BOS, EOS};
+use super::{Model, RunError};
+use crate::{Config, MatrixKind};
+
+/// Stages per layer.
+const LAYER_STAGES: u32 = 10;
+
+/// One stage of a token's work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// x = the token's embedding row (1 item).
+    Embed,
+    /// xb = rmsnorm(x), the layer's attention coefficients (1 item).
+    AttentionNorm(u32),
+    /// q = query × xb, a row per item.
+    Query(u32),
+    /// The key cache at this position = key × xb, a row per item.
+    Key(u32),
+    /// The value cache at this position = value × xb, a row per item.
+    Value(u32),
+    /// Rotary on q and the new key (1 item).
+    Rotary(u32),
+    /// xb = attention, a head per item.
+    Attention(u32),
+    /// x += attention output × xb, a row per item.
+    Output(u32),
+    /// xb = rmsnorm(x), the layer's feed-forward coefficients (1 item).
+    FeedForwardNorm(u32),
+    /// hb = SiLU(gate × xb) × (up × xb), a row of both per item.
+    Hidden(u32),
+    /// x += down × hb, a row per item.
+    Down(u32),
+    /// xb = rmsnorm(x), the final coefficients (1 item).
+    FinalNorm,
+    /// logits = classifier × xb, a row per item.
+    Classifier,
+    /// The next token from the logits (1 item).
+    Sample,
+}
+
+impl Stage {
+    /// Stage code `code`: 0 is Embed, 1 + 10l + k the k-th stage of layer l, then FinalNorm,
+    /// Classifier and Sample.
+    pub fn of(code: u32, layers: u32) -> Option<Stage> {
+        if code == 0 {
+            return Some(Stage::Embed);
+        }
+        let c = code - 1;
+        if c < layers * LAYER_STAGES {
+            let l = c / LAYER_STAGES;
+            return Some(match c % LAYER_STAGES {
+                0 => Stage::AttentionNorm(l),
+                1 => Stage::Query(l),
+                2 => Stage::Key(l),
+                3 => Stage::Value(l),
+                4 => Stage::Rotary(l),
+                5 => Stage::Attention(l),
+                6 => Stage::Output(l),
+                7 => Stage::FeedForwardNorm(l),
+                8 => Stage::Hidden(l),
+                _ => Stage::Down(l),
+            });
+        }
+        match c - layers * LAYER_STAGES {
+            0 => Some(Stage::FinalNorm),
+            1 => Some(Stage::Classifier),
+            2 => Some(Stage::Sample),
+            _ => None,
+        }
+    }
+
+    /// Items of the stage.
+    pub fn items(self, c: &Config) -> u32 {
+        match self {
+            Stage::Query(_) | Stage::Output(_) | Stage::Down(_) => c.dim,
+            Stage::Key(_) | Stage::Value(_) => c.kv_dim(),
+            Stage::Attention(_) => c.heads,
+            Stage::Hidden(_) => c.hidden_dim,
+            Stage::Classifier => c.vocab_size,
+            _ => 1,
+        }
+    }
+
+    /// The work of one item at `pos`, in multiply-accumulates (docs/inference.md, "Work").
+    pub fn cost(self, c: &Config, pos: u32) -> u64 {
+        let (d, h, v) = (c.dim as u64, c.hidden_dim as u64, c.vocab_size as u64);
+        match self {
+            Stage::Embed | Stage::AttentionNorm(_) | Stage::FeedForwardNorm(_) => d,
+            Stage::FinalNorm => d,
+            Stage::Query(_) | Stage::Key(_) | Stage::Value(_) | Stage::Output(_) => d,
+            Stage::Classifier => d,
+            Stage::Rotary(_) => d + c.kv_dim() as u64,
+            Stage::Attention(_) => 2 * (pos as u64 + 1) * c.head_size() as u64,
+            Stage::Hidden(_) => 2 * d,
+            Stage::Down(_) => h,
+            Stage::Sample => 3 * v,
+        }
+    }
+}
+
+/// What an advance reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The budget is spent; the run goes on.
+    Working,
+    /// A generated token, at position `pos` of the sequence.
+    Token { pos: u32, id: u32 },
+    /// Teacher forcing: the logits of position `pos` are in the state (until the next
+    /// advance), their highest at `argmax`.
+    Scored { pos: u32, argmax: u32 },
+    /// The run has ended: by token 1 or 2, or its steps done, or every position scored.
+    Finished(Status),
+}
+
+/// A run in its state buffer.
+pub struct Run<'s> {
+    state: &'s mut [u8],
+    layout: StateLayout,
+    config: Config,
+}
+
+fn check_tokens(tokens: &[u32], vocab: u32) -> Result<(), RunError> {
+    match tokens.iter().position(|&t| t >= vocab) {
+        Some(index) => Err(RunError::TokenOutOfRange {
+            index,
+            id: tokens[index],
+            vocab,
+        }),
+        None => Ok(()),
+    }
+}
+
+impl Settings {
+    /// The ranges of docs/inference.md: temperature 0 to 16, top-p above 0 up to 1, a seed
+    /// other than 0 when sampling.
+    pub fn validate(&self) -> Result<(), RunError> {
+        if self.temperature > MAX_TEMPERATURE {
+            return Err(RunError::Temperature {
+                value: self.temperature,
+            });
+        }
+        if self.top_p == 0 || self.top_p > ONE {
+            return Err(RunError::TopP { value: self.top_p });
+        }
+        if self.temperature != 0 && self.seed == 0 {
+            return Err(RunError::SeedZero);
+        }
+        Ok(())
+    }
+}
+
+impl<'s> Run<'s> {
+    fn init(
+        state: &'s mut [u8],
+        model: &Model,
+        tokens: &[u32],
+        mode: Mode,
+        steps: u32,
+        settings: &Settings,
+    ) -> Result<Run<'s>, RunError> {
+        let config = model.config();
+        let layout = StateLayout::new(&config);
+        if state.len() < layout.len {
+            return Err(RunError::StateTooSmall {
+                len: state.len(),
+                needed: layout.len,
+            });
+        }
+        let state = &mut state[..layout.len];
+        state.fill(0);
+        state[..8].copy_from_slice(&STATE_TAG);
+        for (i, f) in config.fields().into_iter().enumerate() {
+            state.set_u32(field::CONFIG + 4 * i, f);
+        }
+        state.set_u32(field::PROMPT_LEN, tokens.len() as u32);
+        state.set_u32(field::STEPS, steps);
+        state.set_u32(field::MODE, mode as u32);
+        state.set_u32(field::TEMPERATURE, settings.temperature);
+        state.set_u32(field::TOP_P, settings.top_p);
+        state.set_u64(field::RNG, settings.seed);
+        for (i, &t) in tokens.iter().enumerate() {
+            state.set_u32(layout.tokens + 4 * i, t);
+        }
+        Ok(Run {
+            state,
+            layout,
+            config,
+        })
+    }
+
+    /// A run that continues `prompt` by up to `steps` tokens. Refused before any work: an
+    /// empty prompt, a token outside the vocabulary, a prompt longer than the context, steps
+    /// of 0 or past the context (the last generated token is never fed back, so prompt +
+    /// steps − 1 positions must fit), settings out of range, a buffer too small.
+    pub fn start(
+        state: &'s mut [u8],
+        model: &Model,
+        prompt: &[u32],
+        steps: u32,
+        settings: Settings,
+    ) -> Result<Run<'s>, RunError> {
+        let c = model.config();
+        if prompt.is_empty() {
+            return Err(RunError::EmptyPrompt);
+        }
+        check_tokens(prompt, c.vocab_size)?;
+        if prompt.len() > c.context_length as usize {
+            return Err(RunError::PromptTooLong {
+                tokens: prompt.len(),
+                context: c.context_length,
+            });
+        }
+        if steps == 0 {
+            return Err(RunError::NoSteps);
+        }
+        if prompt.len() as u64 + steps as u64 - 1 > c.context_length as u64 {
+            return Err(RunError::StepsPastContext {
+                steps,
+                prompt: prompt.len() as u32,
+                context: c.context_length,
+            });
+        }
+        settings.validate()?;
+        Run::init(state, model, prompt, Mode::Generate, steps, &settings)
+    }
+
+    /// Teacher forcing over `tokens` (2 up to the context): the logits of every position but
+    /// the last.
+    pub fn score(state: &'s mut [u8], model: &Model, tokens: &[u32]) -> Result<Run<'s>, RunError> {
+        let c = model.config();
+        if tokens.len() < 2 {
+            return Err(RunError::ScoreTooShort {
+                tokens: tokens.len(),
+            });
+        }
+        check_tokens(tokens, c.vocab_size)?;
+        if tokens.len() > c.context_length as usize {
+            return Err(RunError::PromptTooLong {
+                tokens: tokens.len(),
+                context: c.context_length,
+            });
+        }
+        Run::init(state, model, tokens, Mode::Score, 0, &Settings::greedy())
+    }
+
+    /// A run resumed from its bytes: the tag, the model's configuration and every header
+    /// field's range are checked, so that advancing cannot read outside the state.
+    pub fn resume(state: &'s mut [u8], model: &Model) -> Result<Run<'s>, RunError> {
+        let config = model.config();
+        let layout = StateLayout::new(&config);
+        if state.len() < layout.len {
+            return Err(RunError::StateTooSmall {
+                len: state.len(),
+                needed: layout.len,
+            });
+        }
+        let state = &mut state[..layout.len];
+        if state[..8] != STATE_TAG {
+            return Err(RunError::NotAState);
+        }
+        let fields = config.fields();
+        if (0..7).any(|i| state.u32_field(field::CONFIG + 4 * i) != fields[i]) {
+            return Err(RunError::ModelMismatch);
+        }
+        let context = config.context_length as u64;
+        let prompt = state.u32_field(field::PROMPT_LEN) as u64;
+        let steps = state.u32_field(field::STEPS) as u64;
+        let mode = state.u32_field(field::MODE) as u64;
+        let stage_count = 1 + LAYER_STAGES as u64 * config.layers as u64 + 3;
+        let checks: [(&'static str, u64, u64); 8] = [
+            ("mode", mode, 1),
+            ("status", state.u32_field(field::STATUS) as u64, 2),
+            ("prompt length", prompt, context),
+            ("steps", steps, context + 1 - prompt.min(context)),
+            ("generated", state.u32_field(field::GENERATED) as u64, steps),
+            (
+                "position",
+                state.u32_field(field::POSITION) as u64,
+                context - 1,
+            ),
+            (
+                "stage",
+                state.u32_field(field::STAGE) as u64,
+                stage_count - 1,
+            ),
+            (
+                "temperature",
+                state.u32_field(field::TEMPERATURE) as u64,
+                MAX_TEMPERATURE as u64,
+            ),
+        ];
+        for (field, value, max) in checks {
+            if value > max {
+                return Err(RunError::BadState { field, value, max });
+            }
+        }
+        let mut run = Run {
+            state,
+            layout,
+            config,
+        };
+        let stage = run.stage();
+        let item = run.state.u32_field(field::ITEM) as u64;
+        let items = stage.items(&config) as u64;
+        if item >= items {
+            return Err(RunError::BadState {
+                field: "item",
+                value: item,
+                max: items - 1,
+            });
+        }
+        let top_p = run.state.u32_field(field::TOP_P);
+        if top_p == 0 || top_p > ONE {
+            return Err(RunError::TopP { value: top_p });
+        }
+        if prompt == 0 || (mode == Mode::Score as u64 && prompt < 2) {
+            return Err(RunError::BadState {
+                field: "prompt length",
+                value: prompt,
+                max: context,
+            });
+        }
+        run.check_tokens_held()?;
+        Ok(run)
+    }
+
+    /// Every token of the sequence so far is in the vocabulary.
+    fn check_tokens_held(&mut self) -> Result<(), RunError> {
+        let held = self.prompt_len() + self.generated();
+        for i in 0..held {
+            let id = self.token(i);
+            if id >= self.config.vocab_size {
+                return Err(RunError::TokenOutOfRange {
+                    index: i as usize,
+                    id,
+                    vocab: self.config.vocab_size,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The state's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.state
+    }
+
+    pub fn status(&self) -> Status {
+        match self.state.u32_field(field::STATUS) {
+            0 => Status::Running,
+            1 => Status::EndToken,
+            _ => Status::Done,
+        }
+    }
+
+    fn mode(&self) -> Mode {
+        match self.state.u32_field(field::MODE) {
+            0 => Mode::Generate,
+            _ => Mode::Score,
+        }
+    }
+
+    pub fn position(&self) -> u32 {
+        self.state.u32_field(field::POSITION)
+    }
+
+    pub fn prompt_len(&self) -> u32 {
+        self.state.u32_field(field::PROMPT_LEN)
+    }
+
+    pub fn generated(&self) -> u32 {
+        self.state.u32_field(field::GENERATED)
+    }
+
+    /// Token `i` of the sequence (the prompt, then the generated tokens).
+    pub fn token(&self, i: u32) -> u32 {
+        self.state.u32_field(self.layout.tokens + 4 * i as usize)
+    }
+
+    /// Logit `id` of the last classifier, 16 fractional bits.
+    pub fn logit(&self, id: u32) -> i32 {
+        self.state.i32_value(self.layout.logits, id as usize)
+    }
+
+    fn stage(&self) -> Stage {
+        // resume checked the code's range; every code below the count is a stage.
+        Stage::of(self.state.u32_field(field::STAGE), self.config.layers).unwrap_or(Stage::Embed)
+    }
+
+    fn code(stage: Stage, layers: u32) -> u32 {
+        let layer = |l: u32, k: u32| 1 + l * LAYER_STAGES + k;
+        let end = 1 + layers * LAYER_STAGES;
+        match stage {
+            Stage::Embed => 0,
+            Stage::AttentionNorm(l) => layer(l, 0),
+            Stage::Query(l) => layer(l, 1),
+            Stage::Key(l) => layer(l, 2),
+            Stage::Value(l) => layer(l, 3),
+            Stage::Rotary(l) => layer(l, 4),
+            Stage::Attention(l) => layer(l, 5),
+            Stage::Output(l) => layer(l, 6),
+            Stage::FeedForwardNorm(l) => layer(l, 7),
+            Stage::Hidden(l) => layer(l, 8),
+            Stage::Down(l) => layer(l, 9),
+            Stage::FinalNorm => end,
+            Stage::Classifier => end + 1,
+            Stage::Sample => end + 2,
+        }
+    }
+
+    /// Advances by whole items while their work fits `budget` (at least one item), stopping
+    /// early at a generated or scored token. Returns what it reached.
+    pub fn advance(&mut self, model: &Model, budget: u64) -> Result<Progress, RunError> {
+        self.advance_counted(model, budget).map(|(p, _)| p)
+    }
+
+    /// [`Run::advance`], and the work it did.
+    pub fn advance_counted(
+        &mut self,
+        model: &Model,
+        budget: u64,
+    ) -> Result<(Progress, u64), RunError> {
+        if model.config() != self.config {
+            return Err(RunError::ModelMismatch);
+        }
+        let mut used = 0u64;
+        loop {
+            let status = self.status();
+            if status != Status::Running {
+                return Ok((Progress::Finished(status), used));
+            }
+            let pos = self.position();
+            let stage = self.stage();
+            let item = self.state.u32_field(field::ITEM);
+            let items = stage.items(&self.config);
+            let cost = stage.cost(&self.config, pos);
+            let room = (budget - used.min(budget)) / cost.max(1);
+            let fit = match room.min((items - item) as u64) as u32 {
+                0 if used == 0 => 1,
+                n => n,
+            };
+            if fit == 0 {
+                return Ok((Progress::Working, used));
+            }
+            self.items(model, stage, pos, item..item + fit)?;
+            used += fit as u64 * cost;
+            if item + fit < items {
+                self.state.set_u32(field::ITEM, item + fit);
+                continue;
+            }
+            if let Some(progress) = self.next_stage(stage, pos) {
+                return Ok((progress, used));
+            }
+        }
+    }
+
+    /// Items `range` of `stage` at `pos`.
+    fn items(
+        &mut self,
+        model: &Model,
+        stage: Stage,
+        pos: u32,
+        range: core::ops::Range<u32>,
+    ) -> Result<(), RunError> {
+        let l = self.layout;
+        let meta = model.metadata();
+        let c = self.config;
+        let d = c.dim as usize;
+        let rows = range.start as usize..range.end as usize;
+        let first = range.start == 0;
+        let generating = self.mode() == Mode::Generate;
+        let state = &mut *self.state;
+        let xb_sum = state.u64_field(field::XB_SUM) as i64;
+        let matrix = |l: u32, kind: MatrixKind| {
+            let k = MatrixKind::LAYER
+                .iter()
+                .position(|&m| m == kind)
+                .unwrap_or(0);
+            model.rows(2 + 7 * l as usize + k)
+        };
+        match stage {
+            Stage::Embed => {
+                let token = state.u32_field(l.tokens + 4 * pos as usize);
+                if token >= c.vocab_size {
+                    return Err(RunError::TokenOutOfRange {
+                        index: pos as usize,
+                        id: token,
+                        vocab: c.vocab_size,
+                    });
+                }
+                embed(state, &l, &model.rows(0)?, token as usize);
+            }
+            Stage::AttentionNorm(layer) => rmsnorm(state, &l, meta, 2 * layer as usize * d),
+            Stage::FeedForwardNorm(layer) => rmsnorm(state, &l, meta, (2 * layer as usize + 1) * d),
+            Stage::FinalNorm => rmsnorm(state, &l, meta, 2 * c.layers as usize * d),
+            Stage::Query(layer) => {
+                let m = matrix(layer, MatrixKind::Query)?;
+                matrix_rows(state, &m, rows, l.xb, xb_sum, |s, r, v| {
+                    s.set_i32(l.q, r, v)
+                });
+            }
+            Stage::Key(layer) | Stage::Value(layer) => {
+                let (kind, base) = match stage {
+                    Stage::Key(_) => (MatrixKind::Key, l.keys),
+                    _ => (MatrixKind::Value, l.values),
+                };
+                let m = matrix(layer, kind)?;
+                let at = l.cache(base, layer, pos);
+                matrix_rows(state, &m, rows, l.xb, xb_sum, |s, r, v| s.set_i32(at, r, v));
+            }
+            Stage::Rotary(layer) => rotary(state, &l, meta, pos, l.cache(l.keys, layer, pos)),
+            Stage::Attention(layer) => {
+                let mut sum = if first { 0 } else { xb_sum };
+                for head in rows {
+                    sum += attention_head(state, &l, meta, layer, pos, head);
+                }
+                state.set_u64(field::XB_SUM, sum as u64);
+            }
+            Stage::Output(layer) | Stage::Down(layer) => {
+                let (m, input, sum) = match stage {
+                    Stage::Output(_) => (matrix(layer, MatrixKind::AttentionOutput)?, l.xb, xb_sum),
+                    _ => (
+                        matrix(layer, MatrixKind::FeedForwardDown)?,
+                        l.hb,
+                        state.u64_field(field::HB_SUM) as i64,
+                    ),
+                };
+                matrix_rows(state, &m, rows, input, sum, |s, r, v| {
+                    let x = s.i32_value(l.x, r) as i64 + v as i64;
+                    s.set_i32(l.x, r, super::fixed::saturate(x));
+                });
+            }
+            Stage::Hidden(layer) => {
+                let gate = matrix(layer, MatrixKind::FeedForwardGate)?;
+                let up = matrix(layer, MatrixKind::FeedForwardUp)?;
+                let mut sum = if first {
+                    0
+                } else {
+                    state.u64_field(field::HB_SUM) as i64
+                };
+                for r in rows {
+                    let mut g = 0;
+                    matrix_rows(state, &gate, r..r + 1, l.xb, xb_sum, |_, _, v| g = v);
+                    let mut u = 0;
+                    matrix_rows(state, &up, r..r + 1, l.xb, xb_sum, |_, _, v| u = v);
+                    let h = gated(meta, g, u);
+                    state.set_i32(l.hb, r, h);
+                    sum += h as i64;
+                }
+                state.set_u64(field::HB_SUM, sum as u64);
+            }
+            Stage::Classifier => {
+                let m = model.rows(1)?;
+                matrix_rows(state, &m, rows, l.xb, xb_sum, |s, r, v| {
+                    s.set_i32(l.logits, r, v)
+                });
+            }
+            Stage::Sample => {
+                let vocab = c.vocab_size as usize;
+                let best = argmax(state, &l, vocab);
+                state.set_u32(field::ARGMAX, best);
+                let settings = Settings {
+                    temperature: state.u32_field(field::TEMPERATURE),
+                    top_p: state.u32_field(field::TOP_P),
+                    seed: 0,
+                };
+                if generating && settings.temperature != 0 {
+                    let mut rng = state.u64_field(field::RNG);
+                    let id = sample(state, &l, meta, &settings, &mut rng);
+                    state.set_u64(field::RNG, rng);
+                    state.set_u32(field::ARGMAX, id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves to the stage after `stage` (item 0); at the end of a token's work, to the next
+    /// position. Returns the event a caller sees, if any.
+    fn next_stage(&mut self, stage: Stage, pos: u32) -> Option<Progress> {
+        let layers = self.config.layers;
+        let last_layer = Stage::Down(layers - 1);
+        let forced = self.mode() == Mode::Generate && pos + 1 < self.prompt_len();
+        self.state.set_u32(field::ITEM, 0);
+        if stage == last_layer && forced {
+            self.next_position(pos);
+            return None;
+        }
+        if stage != Stage::Sample {
+            let code = Run::code(stage, layers) + 1;
+            self.state.set_u32(field::STAGE, code);
+            return None;
+        }
+        let chosen = self.state.u32_field(field::ARGMAX);
+        match self.mode() {
+            Mode::Score => {
+                let last = pos + 2 == self.prompt_len();
+                if last {
+                    self.end(Status::Done);
+                } else {
+                    self.next_position(pos);
+                }
+                Some(Progress::Scored {
+                    pos,
+                    argmax: chosen,
+                })
+            }
+            Mode::Generate => {
+                let generated = self.generated() + 1;
+                let at = pos + 1;
+                self.state
+                    .set_u32(self.layout.tokens + 4 * at as usize, chosen);
+                self.state.set_u32(field::GENERATED, generated);
+                if chosen == BOS || chosen == EOS {
+                    self.end(Status::EndToken);
+                } else if generated == self.state.u32_field(field::STEPS) {
+                    self.end(Status::Done);
+                } else {
+                    self.next_position(pos);
+                }
+                Some(Progress::Token {
+                    pos: at,
+                    id: chosen,
+                })
+            }
+        }
+    }
+
+    fn next_position(&mut self, pos: u32) {
+        self.state.set_u32(field::POSITION, pos + 1);
+        self.state.set_u32(field::STAGE, 0);
+    }
+
+    fn end(&mut self, status: Status) {
+        self.state.set_u32(field::STATUS, status as u32);
+    }
+}

@@ -1,0 +1,132 @@
+//! Choosing the next token from the logits (docs/inference.md, "Sampling"): greedy, or the
+//! temperature's softmax through the exponential table, cut to the top-p nucleus, drawn with
+//! xorshift64*.
+
+use super::fixed::{exp_index, mul_hi_u64};
+use super::state::{Fields, FieldsMut, StateLayout, HIST_LEN};
+use crate::Metadata;
+
+/// 1.0 with 16 fractional bits: top-p of 1.0 keeps every token.
+pub const ONE: u32 = 1 << 16;
+/// The highest temperature accepted: 16.0.
+pub const MAX_TEMPERATURE: u32 = 16 << 16;
+
+/// How a run samples. Temperature and top-p have 16 fractional bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// 0 is greedy; otherwise 1 to [`MAX_TEMPERATURE`].
+    pub temperature: u32,
+    /// 1 to [`ONE`].
+    pub top_p: u32,
+    /// The generator's first state; not 0 when sampling (0 is xorshift's fixed point).
+    pub seed: u64,
+}
+
+impl Settings {
+    /// The highest logit every time.
+    pub const fn greedy() -> Settings {
+        Settings {
+            temperature: 0,
+            top_p: ONE,
+            seed: 0,
+        }
+    }
+}
+
+/// xorshift64* (Vigna, 2016; llama2.c's `random_u32` before its final shift):
+/// s ^= s >> 12; s ^= s << 25; s ^= s >> 27; output s × 0x2545F4914F6CDD1D mod 2^64.
+pub fn next_random(state: &mut u64) -> u64 {
+    let mut s = *state;
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    *state = s;
+    s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
+/// The id of the highest logit, the lowest id among equals.
+pub fn argmax(state: &[u8], l: &StateLayout, vocab: usize) -> u32 {
+    let mut best = 0;
+    let mut best_value = state.i32_value(l.logits, 0);
+    for i in 1..vocab {
+        let v = state.i32_value(l.logits, i);
+        if v > best_value {
+            best = i;
+            best_value = v;
+        }
+    }
+    best as u32
+}
+
+/// The exponential table's index of logit `i`: round((max − logit) × 2^16 / temperature / 2^8).
+#[inline]
+fn index_of(state: &[u8], l: &StateLayout, i: usize, max: i32, temperature: u32) -> usize {
+    let d = (max as i64 - state.i32_value(l.logits, i) as i64) as u64;
+    exp_index((d << 16) / temperature as u64)
+}
+
+/// A token drawn from softmax(logits / temperature) restricted to the top-p nucleus, with one
+/// output of the generator. `settings.temperature` is not 0.
+pub fn sample(
+    state: &mut [u8],
+    l: &StateLayout,
+    meta: &Metadata,
+    settings: &Settings,
+    rng: &mut u64,
+) -> u32 {
+    let vocab = meta.config().vocab_size as usize;
+    let max = state.i32_value(l.logits, argmax(state, l, vocab) as usize);
+    let t = settings.temperature;
+
+    // Tokens and total weight per table index.
+    for k in 0..HIST_LEN {
+        state.set_u32(l.hist + 4 * k, 0);
+    }
+    let mut total = 0u64;
+    for i in 0..vocab {
+        let k = index_of(state, l, i, max, t);
+        let count = state.u32_field(l.hist + 4 * k);
+        state.set_u32(l.hist + 4 * k, count + 1);
+        total += meta.exp(k) as u64;
+    }
+
+    // The nucleus: the heaviest tokens (lowest index first, then lowest id) until their weight
+    // exceeds top_p × total: every token below index `cut`, and the first `take` at `cut`.
+    let bound = settings.top_p as u64 * total;
+    let (mut cut, mut take, mut kept) = (HIST_LEN, 0u64, total);
+    if settings.top_p < ONE {
+        let mut below = 0u64;
+        for k in 0..HIST_LEN {
+            let count = state.u32_field(l.hist + 4 * k) as u64;
+            let e = meta.exp(k) as u64;
+            if (below + count * e) << 16 > bound {
+                cut = k;
+                take = ((bound - (below << 16)) >> 16) / e + 1;
+                kept = below + take * e;
+                break;
+            }
+            below += count * e;
+        }
+    }
+
+    // Draw r in [0, kept) and walk the nucleus in id order.
+    let r = mul_hi_u64(next_random(rng), kept);
+    let mut acc = 0u64;
+    let mut at_cut = 0u64;
+    let mut last = 0;
+    for i in 0..vocab {
+        let k = index_of(state, l, i, max, t);
+        if k > cut || (k == cut && at_cut == take) {
+            continue;
+        }
+        if k == cut {
+            at_cut += 1;
+        }
+        acc += meta.exp(k) as u64;
+        last = i;
+        if acc > r {
+            return i as u32;
+        }
+    }
+    last as u32
+}

@@ -1,0 +1,220 @@
+//! The state of a run as bytes (docs/inference.md, "The state buffer"): a 128-byte header,
+//! then the regions below, every value little-endian. Its size is a function of the
+//! configuration alone, so the program can keep a run in an account and any runner can resume
+//! it from these bytes.
+//!
+//! ```text
+//! header   128 bytes (fields in `field`)
+//! tokens   (context + 1) × u32   the sequence: the prompt, then the generated tokens
+//! x        dimension × i32       the residual stream
+//! xb       dimension × i32       a normalized vector or the attention's output
+//! q        dimension × i32       the query
+//! hb       hidden × i32          the feed-forward block's hidden vector
+//! att      context × i32         one head's scores, then its weights
+//! logits   vocabulary × i32
+//! hist     4,097 × u32           top-p: tokens per exponential-table index
+//! keys     layers × context × key and value dimension × i32
+//! values   layers × context × key and value dimension × i32
+//! ```
+
+use crate::le::{i32_at, put_u32, put_u64, u32_at, u64_at};
+use crate::Config;
+
+/// "CURTAS01": the first 8 bytes of a run's state.
+pub const STATE_TAG: [u8; 8] = *b"CURTAS01";
+pub const STATE_HEADER_LEN: usize = 128;
+/// Entries of the top-p histogram, one per exponential-table index.
+pub const HIST_LEN: usize = 4097;
+
+/// Byte offsets of the header's fields.
+pub mod field {
+    pub const TAG: usize = 0;
+    /// u32: prompt tokens (generation) or tokens to score.
+    pub const PROMPT_LEN: usize = 8;
+    /// u32: the most tokens to generate (0 when scoring).
+    pub const STEPS: usize = 12;
+    /// u32: tokens generated so far.
+    pub const GENERATED: usize = 16;
+    /// u32: [`super::Status`].
+    pub const STATUS: usize = 20;
+    /// u32: [`super::Mode`].
+    pub const MODE: usize = 24;
+    /// u32: the position whose token is being worked on.
+    pub const POSITION: usize = 28;
+    /// u32: the stage of that token's work (docs/inference.md, "Stages").
+    pub const STAGE: usize = 32;
+    /// u32: the next item of that stage.
+    pub const ITEM: usize = 36;
+    /// u32: the temperature, 16 fractional bits (0: greedy).
+    pub const TEMPERATURE: usize = 40;
+    /// u32: top-p, 16 fractional bits, 1 to 65,536.
+    pub const TOP_P: usize = 44;
+    /// u64: the xorshift64* generator's state.
+    pub const RNG: usize = 48;
+    /// i64: the sum of xb's values (the row product's second term).
+    pub const XB_SUM: usize = 56;
+    /// i64: the sum of hb's values.
+    pub const HB_SUM: usize = 64;
+    /// u32: the highest logit's id after the last classifier.
+    pub const ARGMAX: usize = 72;
+    /// 7 × u32: the model's configuration (header bytes 8 to 36 of its artifact).
+    pub const CONFIG: usize = 76;
+    pub const END: usize = 104;
+}
+
+/// Where a run stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Running = 0,
+    /// The model produced token 1 or 2.
+    EndToken = 1,
+    /// The steps are done (generation), or every position is scored.
+    Done = 2,
+}
+
+/// What a run computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The prompt, then up to `steps` sampled tokens.
+    Generate = 0,
+    /// Teacher forcing: the logits of every position but the last.
+    Score = 1,
+}
+
+/// Byte offsets of the regions, from the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateLayout {
+    pub tokens: usize,
+    pub x: usize,
+    pub xb: usize,
+    pub q: usize,
+    pub hb: usize,
+    pub att: usize,
+    pub logits: usize,
+    pub hist: usize,
+    pub keys: usize,
+    pub values: usize,
+    pub len: usize,
+    /// Values per layer of the key (or value) cache: context × key and value dimension.
+    pub cache_layer: usize,
+    pub kv_dim: usize,
+}
+
+impl StateLayout {
+    pub fn new(c: &Config) -> StateLayout {
+        let (d, h, v) = (c.dim as usize, c.hidden_dim as usize, c.vocab_size as usize);
+        let context = c.context_length as usize;
+        let kv_dim = c.kv_dim() as usize;
+        let cache_layer = context * kv_dim;
+        let mut at = STATE_HEADER_LEN;
+        let mut region = |words: usize| {
+            let start = at;
+            at += 4 * words;
+            start
+        };
+        let tokens = region(context + 1);
+        let x = region(d);
+        let xb = region(d);
+        let q = region(d);
+        let hb = region(h);
+        let att = region(context);
+        let logits = region(v);
+        let hist = region(HIST_LEN);
+        let keys = region(c.layers as usize * cache_layer);
+        let values = region(c.layers as usize * cache_layer);
+        StateLayout {
+            tokens,
+            x,
+            xb,
+            q,
+            hb,
+            att,
+            logits,
+            hist,
+            keys,
+            values,
+            len: at,
+            cache_layer,
+            kv_dim,
+        }
+    }
+
+    /// Byte offset of the key (or, from `values`, value) vector of `layer` at `pos`.
+    pub fn cache(&self, base: usize, layer: u32, pos: u32) -> usize {
+        base + 4 * (layer as usize * self.cache_layer + pos as usize * self.kv_dim)
+    }
+}
+
+/// The bytes a run of this configuration needs.
+pub fn state_len(c: &Config) -> usize {
+    StateLayout::new(c).len
+}
+
+/// Reads and writes of the header's fields and the regions' values.
+pub(crate) trait Fields {
+    fn u32_field(&self, at: usize) -> u32;
+    fn u64_field(&self, at: usize) -> u64;
+    fn i32_value(&self, region: usize, i: usize) -> i32;
+}
+
+impl Fields for [u8] {
+    #[inline]
+    fn u32_field(&self, at: usize) -> u32 {
+        u32_at(self, at)
+    }
+    #[inline]
+    fn u64_field(&self, at: usize) -> u64 {
+        u64_at(self, at)
+    }
+    #[inline]
+    fn i32_value(&self, region: usize, i: usize) -> i32 {
+        i32_at(self, region + 4 * i)
+    }
+}
+
+pub(crate) trait FieldsMut {
+    fn set_u32(&mut self, at: usize, v: u32);
+    fn set_u64(&mut self, at: usize, v: u64);
+    fn set_i32(&mut self, region: usize, i: usize, v: i32);
+}
+
+impl FieldsMut for [u8] {
+    #[inline]
+    fn set_u32(&mut self, at: usize, v: u32) {
+        put_u32(self, at, v)
+    }
+    #[inline]
+    fn set_u64(&mut self, at: usize, v: u64) {
+        put_u64(self, at, v)
+    }
+    #[inline]
+    fn set_i32(&mut self, region: usize, i: usize, v: i32) {
+        put_u32(self, region + 4 * i, v as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout written out by hand for stories15M's shape (288, 768, 6 layers, 6 heads,
+    /// 32,000 tokens, context 256).
+    #[test]
+    fn stories15m_layout() {
+        let c = Config::from_fields([288, 768, 6, 6, 6, 32_000, 256]);
+        let l = StateLayout::new(&c);
+        assert_eq!(l.tokens, 128);
+        assert_eq!(l.x, 128 + 257 * 4);
+        assert_eq!(l.xb, l.x + 288 * 4);
+        assert_eq!(l.q, l.xb + 288 * 4);
+        assert_eq!(l.hb, l.q + 288 * 4);
+        assert_eq!(l.att, l.hb + 768 * 4);
+        assert_eq!(l.logits, l.att + 256 * 4);
+        assert_eq!(l.hist, l.logits + 32_000 * 4);
+        assert_eq!(l.keys, l.hist + 4097 * 4);
+        assert_eq!(l.values, l.keys + 6 * 256 * 288 * 4);
+        assert_eq!(l.len, l.values + 6 * 256 * 288 * 4);
+        assert_eq!(l.len, 3_692_040);
+        assert_eq!(l.cache(l.keys, 1, 2), l.keys + 4 * (256 * 288 + 2 * 288));
+    }
+}
