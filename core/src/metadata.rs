@@ -279,6 +279,16 @@ impl<'a> Metadata<'a> {
         (0..self.matrix_count()).map(move |i| this.matrix(i))
     }
 
+    /// The bytes of a block of fixed length (all but the token strings, which run to the end
+    /// of section zero).
+    pub fn block_bytes(&self, block: Block) -> &'a [u8] {
+        let start = self.blocks.get(block) as usize;
+        match block.byte_len(&self.config) {
+            Some(len) => &self.bytes[start..start + len as usize],
+            None => &self.bytes[start..],
+        }
+    }
+
     /// Word `i` of a block of u32 words. Panics past the block's end.
     fn word(&self, block: Block, i: usize) -> u32 {
         let len = block.byte_len(&self.config).unwrap_or(0) as usize / 4;

@@ -113,7 +113,8 @@ fn generate_split(
 #[test]
 fn any_split_of_the_work_gives_the_same_state_and_tokens() {
     // (name, artifact, prompt, steps, the largest budget: a fraction of a token's work)
-    let cases: Vec<(&str, Vec<u8>, Vec<u32>, u32, u64)> = vec![
+    type Case = (&'static str, Vec<u8>, Vec<u32>, u32, u64);
+    let cases: Vec<Case> = vec![
         ("stories260K", stories260k(), vec![1, 67, 300], 12, 5_000),
         (
             "gqa untied",
@@ -144,4 +145,316 @@ fn any_split_of_the_work_gives_the_same_state_and_tokens() {
             );
         }
     }
+}
+
+/// llama2.c's encode written here over the tokenizer file (float scores, a map from bytes to
+/// the lowest id), independent of the artifact's sorted ids and score keys.
+fn reference_encode(tokens: &[(f32, Vec<u8>)], text: &[u8]) -> Vec<u32> {
+    let mut ids = std::collections::HashMap::new();
+    for (id, (_, bytes)) in tokens.iter().enumerate().rev() {
+        ids.insert(bytes.clone(), id as u32);
+    }
+    let mut out = vec![1];
+    if !text.is_empty() {
+        out.push(ids[&b" ".to_vec()]);
+    }
+    let mut i = 0;
+    while i < text.len() {
+        let mut j = i + 1;
+        while j < text.len() && text[j] & 0xC0 == 0x80 && j - i < 4 {
+            j += 1;
+        }
+        match ids.get(&text[i..j]) {
+            Some(&id) => out.push(id),
+            None => out.extend(text[i..j].iter().map(|&b| b as u32 + 3)),
+        }
+        i = j;
+    }
+    loop {
+        let mut best: Option<(f32, usize, u32)> = None;
+        for k in 0..out.len().saturating_sub(1) {
+            let mut pair = tokens[out[k] as usize].1.clone();
+            pair.extend_from_slice(&tokens[out[k + 1] as usize].1);
+            if let Some(&id) = ids.get(&pair) {
+                let score = tokens[id as usize].0;
+                if best.is_none_or(|(s, _, _)| score > s) {
+                    best = Some((score, k, id));
+                }
+            }
+        }
+        let Some((_, k, id)) = best else { break };
+        out[k] = id;
+        out.remove(k + 1);
+    }
+    out
+}
+
+#[test]
+fn prompts_encode_as_llama2c_does() {
+    let prompts: [&[u8]; 8] = [
+        b"",
+        b"Once upon a time, there was a little girl",
+        b"e4 e5 Nf3 Nc6 Bb5 a6",
+        "caf\u{e9} \u{1F600} na\u{ef}ve".as_bytes(),
+        b"  two spaces\nand a newline\t",
+        b"\xff\xfe stray bytes \x80",
+        b"1. d4 d5 2. c4 e6 3. Nc3 Nf6 4. Bg5 Be7",
+        b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    ];
+    let cases = [(
+        "tok512",
+        stories260k(),
+        read_tokenizer(&read_model("tok512.bin"), 512),
+    )];
+    let big = {
+        let tokenizer = read_model("tokenizer.bin");
+        let shape = Config {
+            vocab_size: 32_000,
+            ..synth::TINY
+        };
+        let checkpoint = synth::checkpoint(&shape, true, 1);
+        (
+            convert(&checkpoint, &tokenizer).unwrap(),
+            read_tokenizer(&tokenizer, 32_000),
+        )
+    };
+    for (name, art, tokens) in cases.into_iter().chain([("tokenizer.bin", big.0, big.1)]) {
+        let a = decode(&art).unwrap();
+        for prompt in prompts {
+            let mut out = vec![0u32; prompt.len() + 2];
+            let n = encode(a.metadata(), prompt, &mut out).unwrap();
+            assert_eq!(
+                out[..n],
+                reference_encode(&tokens, prompt)[..],
+                "{name}: {prompt:?}"
+            );
+            // Decoding gives the prompt back after its space prefix (llama2.c drops the space
+            // after token 1), except where the prompt had no token and went to bytes.
+            let mut text = Vec::new();
+            for w in out[..n].windows(2) {
+                text.extend_from_slice(decode_token(a.metadata(), w[0], w[1]).unwrap().bytes());
+            }
+            assert_eq!(text, prompt, "{name}: {prompt:?} decodes back");
+        }
+        let mut short = [0u32; 3];
+        assert_eq!(
+            encode(a.metadata(), b"abc", &mut short),
+            Err(RunError::TokenBuffer { len: 3, needed: 5 })
+        );
+    }
+}
+
+#[test]
+fn tokens_decode_as_the_spec_says() {
+    let art = stories260k();
+    let a = decode(&art).unwrap();
+    let meta = a.metadata();
+    assert_eq!(decode_token(meta, 0, 1).unwrap(), Piece::None);
+    assert_eq!(decode_token(meta, 0, 2).unwrap(), Piece::None);
+    // tok512's byte tokens read <0x00> .. <0xFF> at ids 3 .. 258.
+    assert_eq!(decode_token(meta, 0, 3).unwrap(), Piece::Byte(0));
+    assert_eq!(decode_token(meta, 0, 3 + 0x41).unwrap(), Piece::Byte(0x41));
+    assert_eq!(decode_token(meta, 0, 258).unwrap(), Piece::Byte(0xFF));
+    // A token starting with a space keeps it, except right after token 1.
+    let tokens = read_tokenizer(&read_model("tok512.bin"), 512);
+    let spaced = tokens
+        .iter()
+        .position(|(_, b)| b.len() > 1 && b[0] == b' ')
+        .unwrap() as u32;
+    let bytes = &tokens[spaced as usize].1;
+    assert_eq!(decode_token(meta, 5, spaced).unwrap().bytes(), &bytes[..]);
+    assert_eq!(decode_token(meta, 1, spaced).unwrap().bytes(), &bytes[1..]);
+    assert_eq!(
+        decode_token(meta, 1, 512),
+        Err(RunError::TokenOutOfRange {
+            index: 0,
+            id: 512,
+            vocab: 512
+        })
+    );
+}
+
+#[test]
+fn bad_runs_are_refused_before_any_work() {
+    let art = stories260k();
+    let a = decode(&art).unwrap();
+    let model = Model::from_artifact(&a).unwrap();
+    let mut state = vec![0u8; state_len(&model.config())];
+    let greedy = Settings::greedy();
+    let cases: Vec<(Vec<u32>, u32, Settings, RunError)> = vec![
+        (vec![], 4, greedy, RunError::EmptyPrompt),
+        (
+            vec![1, 512],
+            4,
+            greedy,
+            RunError::TokenOutOfRange {
+                index: 1,
+                id: 512,
+                vocab: 512,
+            },
+        ),
+        (
+            vec![1; 513],
+            1,
+            greedy,
+            RunError::PromptTooLong {
+                tokens: 513,
+                context: 512,
+            },
+        ),
+        (vec![1], 0, greedy, RunError::NoSteps),
+        (
+            vec![1, 2, 3],
+            511,
+            greedy,
+            RunError::StepsPastContext {
+                steps: 511,
+                prompt: 3,
+                context: 512,
+            },
+        ),
+        (
+            vec![1],
+            4,
+            Settings {
+                temperature: (16 << 16) + 1,
+                ..greedy
+            },
+            RunError::Temperature {
+                value: (16 << 16) + 1,
+            },
+        ),
+        (
+            vec![1],
+            4,
+            Settings { top_p: 0, ..greedy },
+            RunError::TopP { value: 0 },
+        ),
+        (
+            vec![1],
+            4,
+            Settings {
+                top_p: 65_537,
+                ..greedy
+            },
+            RunError::TopP { value: 65_537 },
+        ),
+        (
+            vec![1],
+            4,
+            Settings {
+                temperature: 1 << 16,
+                top_p: 1 << 16,
+                seed: 0,
+            },
+            RunError::SeedZero,
+        ),
+    ];
+    for (prompt, steps, settings, expected) in cases {
+        state.fill(0xAB);
+        let err = Run::start(&mut state, &model, &prompt, steps, settings).err();
+        assert_eq!(err, Some(expected.clone()), "{expected}");
+        assert!(
+            state.iter().all(|&b| b == 0xAB),
+            "{expected}: the state was written"
+        );
+    }
+    // The context bound is exact: 3 prompt tokens and 510 steps use positions 0 to 511.
+    assert!(Run::start(&mut state, &model, &[1, 2, 3], 510, greedy).is_ok());
+    let mut small = vec![0u8; state.len() - 1];
+    assert_eq!(
+        Run::start(&mut small, &model, &[1], 1, greedy).err(),
+        Some(RunError::StateTooSmall {
+            len: state.len() - 1,
+            needed: state.len()
+        })
+    );
+    assert_eq!(
+        Run::score(&mut state, &model, &[1]).err(),
+        Some(RunError::ScoreTooShort { tokens: 1 })
+    );
+    // A state resumes only with its own model and a valid header.
+    let gqa = synthetic(&synth::GQA, false, 5);
+    let g = decode(&gqa).unwrap();
+    let other = Model::from_artifact(&g).unwrap();
+    let mut run = Run::start(&mut state, &model, &[1], 4, greedy).unwrap();
+    assert_eq!(run.advance(&other, 10).err(), Some(RunError::ModelMismatch));
+    assert_eq!(
+        Run::resume(&mut state, &other).err(),
+        Some(RunError::ModelMismatch)
+    );
+    state[0] = b'X';
+    assert_eq!(
+        Run::resume(&mut state, &model).err(),
+        Some(RunError::NotAState)
+    );
+    state[0] = b'C';
+    state[28..32].copy_from_slice(&512u32.to_le_bytes()); // position
+    assert_eq!(
+        Run::resume(&mut state, &model).err(),
+        Some(RunError::BadState {
+            field: "position",
+            value: 512,
+            max: 511
+        })
+    );
+}
+
+#[test]
+fn a_resumed_state_finishes_the_run() {
+    let art = synthetic(&synth::GQA, false, 5);
+    let a = decode(&art).unwrap();
+    let model = Model::from_artifact(&a).unwrap();
+    let (whole, whole_state) = generate(&art, &[1, 7], 6, sampled(3), u64::MAX);
+    let mut state = vec![0u8; state_len(&model.config())];
+    let mut run = Run::start(&mut state, &model, &[1, 7], 6, sampled(3)).unwrap();
+    for _ in 0..10 {
+        run.advance(&model, 20_000).unwrap();
+    }
+    let mut copy = state.clone();
+    let mut run = Run::resume(&mut copy, &model).unwrap();
+    while !matches!(
+        run.advance(&model, 50_000).unwrap(),
+        Progress::Finished(Status::Done | Status::EndToken)
+    ) {}
+    let tokens: Vec<u32> = (2..2 + run.generated()).map(|i| run.token(i)).collect();
+    assert_eq!(tokens, whole);
+    assert!(copy == whole_state);
+}
+
+#[test]
+fn teacher_forcing_scores_every_position_but_the_last() {
+    let art = stories260k();
+    let a = decode(&art).unwrap();
+    let model = Model::from_artifact(&a).unwrap();
+    let tokens = [1u32, 300, 67, 91, 400, 12];
+    let (greedy, _) = generate(&art, &tokens[..3], 1, Settings::greedy(), u64::MAX);
+    let mut state = vec![0u8; state_len(&model.config())];
+    let mut run = Run::score(&mut state, &model, &tokens).unwrap();
+    let mut scored = Vec::new();
+    loop {
+        match run.advance(&model, u64::MAX).unwrap() {
+            Progress::Scored { pos, argmax } => {
+                let best = (0..512)
+                    .max_by_key(|&i| (run.logit(i), std::cmp::Reverse(i)))
+                    .unwrap();
+                assert_eq!(
+                    argmax, best,
+                    "argmax at {pos}: the highest logit, lowest id"
+                );
+                scored.push((pos, argmax));
+            }
+            Progress::Finished(status) => {
+                assert_eq!(status, Status::Done);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        scored.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4]
+    );
+    // Position 2's argmax is what greedy generation after the first three tokens gives.
+    assert_eq!(scored[2].1, greedy[0]);
 }

@@ -1,15 +1,117 @@
-//! The pieces of the forward pass, each over the state's bytes (docs/inference.md, "The
+//! The pieces of the forward pass, each over the state's regions (docs/inference.md, "The
 //! forward pass"): the embedding, RMS normalization, the row product, rotary, one head's
 //! attention and the feed-forward block's SiLU gate.
 
 use super::fixed::{exp_index, mul_q24, saturate, shift_round, InvRms, RMS_EPSILON, TABLE_LAST};
 use super::model::Rows;
-use super::state::{field, Fields, FieldsMut, StateLayout};
-use crate::{Metadata, WEIGHT_BIAS};
+use super::state::{get, get_u32, set};
+use crate::{Block, Metadata, WEIGHT_BIAS};
 
-/// The sum of the stored weight bytes times the activations (i32 values, little-endian).
-#[inline]
-pub fn stored_dot(weights: &[u8], x: &[u8]) -> i64 {
+/// The longest input vector: the hidden dimension's limit.
+pub const MAX_COLUMNS: usize = 2048;
+
+/// Room for an input vector's 16-bit halves (off chain; nothing on SBF), made once per advance.
+pub struct Scratch {
+    #[cfg(not(target_os = "solana"))]
+    hi: [i16; MAX_COLUMNS],
+    #[cfg(not(target_os = "solana"))]
+    lo: [i16; MAX_COLUMNS],
+}
+
+impl Scratch {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Scratch {
+        Scratch {
+            #[cfg(not(target_os = "solana"))]
+            hi: [0; MAX_COLUMNS],
+            #[cfg(not(target_os = "solana"))]
+            lo: [0; MAX_COLUMNS],
+        }
+    }
+}
+
+/// The input vector of a matrix stage with Σ x. Off chain it is held as 16-bit halves,
+/// x = hi × 2^16 + lo with lo in [−2^15, 2^15), so that the sum of stored bytes times x is
+/// 2^16 Σ b × hi + Σ b × lo, both sums in 32-bit lanes the compiler vectorizes; the program
+/// reads the i32 values directly. Both give the same exact integer.
+pub struct Input<'a> {
+    #[cfg_attr(not(target_os = "solana"), allow(dead_code))]
+    bytes: &'a [u8],
+    sum: i64,
+    #[cfg(not(target_os = "solana"))]
+    hi: &'a [i16],
+    #[cfg(not(target_os = "solana"))]
+    lo: &'a [i16],
+}
+
+impl<'a> Input<'a> {
+    #[cfg_attr(target_os = "solana", allow(unused_variables))]
+    pub fn new(bytes: &'a [u8], sum: i64, scratch: &'a mut Scratch) -> Input<'a> {
+        #[cfg(not(target_os = "solana"))]
+        {
+            let n = bytes.len() / 4;
+            for (i, v) in bytes.chunks_exact(4).enumerate() {
+                let x = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+                let h = (x + (1 << 15)) >> 16;
+                scratch.hi[i] = h as i16;
+                scratch.lo[i] = (x - (h << 16)) as i16;
+            }
+            let scratch: &'a Scratch = scratch;
+            Input {
+                bytes,
+                sum,
+                hi: &scratch.hi[..n],
+                lo: &scratch.lo[..n],
+            }
+        }
+        #[cfg(target_os = "solana")]
+        Input { bytes, sum }
+    }
+
+    /// Σ stored × x over a row's weights: exact (|x| ≤ 2^27, at most 2,048 columns).
+    #[cfg(not(target_os = "solana"))]
+    #[inline]
+    fn stored_dot(&self, weights: &[u8]) -> i64 {
+        // Σ b × hi: |hi| ≤ 2^11, so at most 2,048 × 255 × 2^11 < 2^31. Σ b × lo in blocks of
+        // 256 columns (each under 256 × 255 × 2^15 < 2^31), widened to 64 bits between
+        // blocks. Each is a plain 32-bit reduction the compiler vectorizes.
+        let n = weights.len();
+        let mut sum_hi = 0i32;
+        for (&w, &h) in weights.iter().zip(&self.hi[..n]) {
+            sum_hi += w as i32 * h as i32;
+        }
+        let mut sum_lo = 0i64;
+        for (w, l) in weights.chunks(256).zip(self.lo[..n].chunks(256)) {
+            let mut block = 0i32;
+            for (&w, &l) in w.iter().zip(l) {
+                block += w as i32 * l as i32;
+            }
+            sum_lo += block as i64;
+        }
+        ((sum_hi as i64) << 16) + sum_lo
+    }
+
+    #[cfg(target_os = "solana")]
+    #[inline]
+    fn stored_dot(&self, weights: &[u8]) -> i64 {
+        let mut acc = 0i64;
+        for (&w, v) in weights.iter().zip(self.bytes.chunks_exact(4)) {
+            acc += w as i64 * i32::from_le_bytes([v[0], v[1], v[2], v[3]]) as i64;
+        }
+        acc
+    }
+
+    /// The spec's row product: (Σ stored × x − 128 × Σ x) × scale / 2^24, rounded (halves
+    /// up), saturated.
+    #[inline]
+    pub fn row_product(&self, scale: u32, weights: &[u8]) -> i32 {
+        let dot = self.stored_dot(weights) - WEIGHT_BIAS as i64 * self.sum;
+        saturate(mul_q24(dot, scale))
+    }
+}
+
+/// Σ stored × x the plain way, for the tests of [`Input`]'s halves.
+pub fn stored_dot_plain(weights: &[u8], x: &[u8]) -> i64 {
     let mut acc = 0i64;
     for (&w, v) in weights.iter().zip(x.chunks_exact(4)) {
         acc += w as i64 * i32::from_le_bytes([v[0], v[1], v[2], v[3]]) as i64;
@@ -17,140 +119,142 @@ pub fn stored_dot(weights: &[u8], x: &[u8]) -> i64 {
     acc
 }
 
-/// The spec's row product: (Σ stored × x − 128 × Σ x) × scale / 2^24, rounded (halves up),
-/// saturated. `x_sum` is Σ x over the row's columns.
+/// Rows `rows` of matrix `m` times `input`; each result is handed to `out(row, value)`.
 #[inline]
-pub fn row_product(scale: u32, weights: &[u8], x: &[u8], x_sum: i64) -> i32 {
-    let dot = stored_dot(weights, x) - WEIGHT_BIAS as i64 * x_sum;
-    saturate(mul_q24(dot, scale))
-}
-
-/// Rows `rows` of matrix `m` times the vector at byte `input` (sum `input_sum`); each result
-/// is handed to `out(row, value)`.
 pub fn matrix_rows(
-    state: &mut [u8],
     m: &Rows,
     rows: core::ops::Range<usize>,
-    input: usize,
-    input_sum: i64,
-    mut out: impl FnMut(&mut [u8], usize, i32),
+    input: &Input,
+    mut out: impl FnMut(usize, i32),
 ) {
-    let len = 4 * m.columns;
     for r in rows {
         let (scale, weights) = m.row(r);
-        let v = row_product(scale, weights, &state[input..input + len], input_sum);
-        out(state, r, v);
+        out(r, input.row_product(scale, weights));
     }
 }
 
 /// x = row `token` of the embedding: (stored − 128) × scale / 2^8, rounded (halves up).
-pub fn embed(state: &mut [u8], l: &StateLayout, embedding: &Rows, token: usize) {
+pub fn embed(x: &mut [u8], embedding: &Rows, token: usize) {
     let (scale, weights) = embedding.row(token);
     for (i, &w) in weights.iter().enumerate() {
         let q = w as i64 - WEIGHT_BIAS as i64;
-        state.set_i32(l.x, i, saturate(shift_round(q * scale as i64, 8)));
+        set(x, i, saturate(shift_round(q * scale as i64, 8)));
     }
 }
 
-/// xb = rmsnorm(x) × the normalization coefficients from index `coefficients`; writes Σ xb.
-pub fn rmsnorm(state: &mut [u8], l: &StateLayout, meta: &Metadata, coefficients: usize) {
+/// xb = rmsnorm(x) × the normalization coefficients from index `coefficients`; returns Σ xb.
+pub fn rmsnorm(x: &[u8], xb: &mut [u8], meta: &Metadata, coefficients: usize) -> i64 {
     let d = meta.config().dim as usize;
+    let weights = &meta.block_bytes(Block::Norm)[4 * coefficients..4 * (coefficients + d)];
     let mut squares = 0u64;
     for i in 0..d {
-        let v = state.i32_value(l.x, i) as i64;
+        let v = get(x, i) as i64;
         squares += (v * v) as u64;
     }
     let rms = InvRms::of(squares / d as u64 + RMS_EPSILON);
     let mut sum = 0i64;
     for i in 0..d {
-        let n = rms.apply(state.i32_value(l.x, i));
-        let v = saturate(shift_round(n * meta.norm(coefficients + i) as i64, 24));
-        state.set_i32(l.xb, i, v);
+        let n = rms.apply(get(x, i));
+        let v = saturate(shift_round(n * get(weights, i) as i64, 24));
+        set(xb, i, v);
         sum += v as i64;
     }
-    state.set_u64(field::XB_SUM, sum as u64);
+    sum
 }
 
-/// Rotates each (even, odd) pair of each head of the query and of the key at `key`, by the
-/// rotary coefficients of `pos`: (a, b) -> (a cos − b sin, a sin + b cos), each rounded from
-/// 24 fractional bits.
-pub fn rotary(state: &mut [u8], l: &StateLayout, meta: &Metadata, pos: u32, key: usize) {
-    let c = meta.config();
-    let head_size = c.head_size() as usize;
-    let base = pos as usize * head_size;
-    let rotate = |state: &mut [u8], region: usize, len: usize| {
-        for i in (0..len).step_by(2) {
+/// Rotates each (even, odd) pair of each head of `q` and `key`, by the rotary coefficients of
+/// `pos`: (a, b) -> (a cos − b sin, a sin + b cos), each rounded from 24 fractional bits.
+pub fn rotary(q: &mut [u8], key: &mut [u8], meta: &Metadata, pos: u32) {
+    let head_size = meta.config().head_size() as usize;
+    let start = 4 * pos as usize * head_size;
+    let coefficients = &meta.block_bytes(Block::Rotary)[start..start + 4 * head_size];
+    for v in [q, key] {
+        for i in (0..v.len() / 4).step_by(2) {
             let j = i % head_size;
-            let cos = meta.rotary(base + j) as i64;
-            let sin = meta.rotary(base + j + 1) as i64;
-            let a = state.i32_value(region, i) as i64;
-            let b = state.i32_value(region, i + 1) as i64;
-            state.set_i32(region, i, saturate(shift_round(a * cos - b * sin, 24)));
-            state.set_i32(region, i + 1, saturate(shift_round(a * sin + b * cos, 24)));
+            let cos = get(coefficients, j) as i64;
+            let sin = get(coefficients, j + 1) as i64;
+            let a = get(v, i) as i64;
+            let b = get(v, i + 1) as i64;
+            set(v, i, saturate(shift_round(a * cos - b * sin, 24)));
+            set(v, i + 1, saturate(shift_round(a * sin + b * cos, 24)));
         }
-    };
-    rotate(state, l.q, c.dim as usize);
-    rotate(state, key, l.kv_dim);
+    }
 }
 
-/// Head `head` of the attention at `pos` in `layer`: scores against every cached key from 0 to
-/// `pos`, softmax through the exponential table, the weighted sum of the cached values into
-/// xb. Returns the sum of the head's outputs.
+/// One head's attention at `pos`. `q` is the head's query, `keys` and `values` the layer's
+/// caches (rows of `kv_dim` values from position 0), `kv_offset` the head's key and value
+/// head × head size, `att` scratch for pos + 1 values, `out` the head's slice of xb. Returns
+/// the sum of the head's outputs.
+#[allow(clippy::too_many_arguments)]
 pub fn attention_head(
-    state: &mut [u8],
-    l: &StateLayout,
     meta: &Metadata,
-    layer: u32,
+    q: &[u8],
+    keys: &[u8],
+    values: &[u8],
+    kv_dim: usize,
+    kv_offset: usize,
     pos: u32,
-    head: usize,
+    att: &mut [u8],
+    out: &mut [u8],
 ) -> i64 {
-    let c = meta.config();
-    let head_size = c.head_size() as usize;
-    let kv_head = head / (c.heads / c.kv_heads) as usize;
+    let head_size = q.len() / 4;
     let inv_sqrt = meta.inv_sqrt_head_size();
-    let q = l.q + 4 * head * head_size;
+    let exp = meta.block_bytes(Block::Exp);
     let positions = pos as usize + 1;
+    let mut query = [0i64; 64];
+    for (v, b) in query[..head_size].iter_mut().zip(q.chunks_exact(4)) {
+        *v = i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    }
+    let query = &query[..head_size];
+    let head = 4 * kv_offset..4 * (kv_offset + head_size);
+    let row_len = 4 * kv_dim;
 
     // Scores: q · k, rounded to 16 fractional bits, times header byte 68, saturated.
     let mut max = i32::MIN;
-    for t in 0..positions {
-        let k = l.cache(l.keys, layer, t as u32) + 4 * kv_head * head_size;
+    for (k, a) in keys
+        .chunks_exact(row_len)
+        .take(positions)
+        .zip(att.chunks_exact_mut(4))
+    {
         let mut dot = 0i64;
-        for j in 0..head_size {
-            dot += state.i32_value(q, j) as i64 * state.i32_value(k, j) as i64;
+        for (&qj, b) in query.iter().zip(k[head.clone()].chunks_exact(4)) {
+            dot += qj * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
         }
         let score = saturate(mul_q24(shift_round(dot, 16), inv_sqrt));
-        state.set_i32(l.att, t, score);
+        a.copy_from_slice(&score.to_le_bytes());
         max = max.max(score);
     }
-    // Softmax: e_t = exp[round((max − score) / 2^8)], weights floor(e_t × 2^30 / Σ e).
+    // Softmax: e_t = exp[round((max − score) / 2^8)]; with R = floor(2^62 / Σ e), the weights
+    // are floor(e_t × R / 2^32), so that Σ weights ≤ 2^30.
     let mut total = 0u64;
-    for t in 0..positions {
-        let e = meta.exp(exp_index(
-            (max as i64 - state.i32_value(l.att, t) as i64) as u64,
-        ));
-        state.set_u32(l.att + 4 * t, e);
+    for a in att[..4 * positions].chunks_exact_mut(4) {
+        let score = i32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+        let e = get_u32(exp, exp_index((max as i64 - score as i64) as u64));
+        a.copy_from_slice(&e.to_le_bytes());
         total += e as u64;
     }
-    for t in 0..positions {
-        let e = state.u32_field(l.att + 4 * t) as u64;
-        state.set_u32(l.att + 4 * t, ((e << 30) / total) as u32);
-    }
+    let reciprocal = (1u64 << 62) / total;
     // Σ_t weight × value, rounded from 30 fractional bits. Every partial sum is bounded by
     // Σ weights ≤ 2^30 times |value| ≤ 2^27.
     let mut acc = [0i64; 64];
-    for t in 0..positions {
-        let w = state.u32_field(l.att + 4 * t) as i64;
-        let v = l.cache(l.values, layer, t as u32) + 4 * kv_head * head_size;
-        for (j, a) in acc[..head_size].iter_mut().enumerate() {
-            *a += w * state.i32_value(v, j) as i64;
+    for (v, a) in values
+        .chunks_exact(row_len)
+        .take(positions)
+        .zip(att.chunks_exact(4))
+    {
+        let e = u32::from_le_bytes([a[0], a[1], a[2], a[3]]) as u64;
+        let w = ((e * reciprocal) >> 32) as i64;
+        for (acc, b) in acc[..head_size]
+            .iter_mut()
+            .zip(v[head.clone()].chunks_exact(4))
+        {
+            *acc += w * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
         }
     }
-    let out = l.xb + 4 * head * head_size;
     let mut sum = 0i64;
     for (j, &a) in acc[..head_size].iter().enumerate() {
         let v = saturate(shift_round(a, 30));
-        state.set_i32(out, j, v);
+        set(out, j, v);
         sum += v as i64;
     }
     sum
@@ -158,8 +262,8 @@ pub fn attention_head(
 
 /// SiLU of `v` (16 fractional bits) from its table: the identity from 16 on, zero below −16,
 /// otherwise linear interpolation between entries i and i + 1 where i = floor((v + 16) × 128),
-/// rounded (halves up) from the 9 bits of the fraction.
-pub fn silu(meta: &Metadata, v: i32) -> i64 {
+/// from the 9 bits of the fraction f: round((T[i] × (512 − f) + T[i+1] × f) / 2^9), halves up.
+pub fn silu(table: &[u8], v: i32) -> i64 {
     let v = v as i64;
     if v >= 16 << 16 {
         return v;
@@ -171,12 +275,13 @@ pub fn silu(meta: &Metadata, v: i32) -> i64 {
     let i = (u >> 9) as usize;
     debug_assert!(i < TABLE_LAST);
     let f = (u & 511) as i64;
-    let a = meta.silu(i) as i64;
-    let b = meta.silu(i + 1) as i64;
+    let a = get(table, i) as i64;
+    let b = get(table, i + 1) as i64;
     shift_round(a * (512 - f) + b * f, 9)
 }
 
 /// hb[i] = SiLU(gate) × up, rounded from 32 to 16 fractional bits, saturated.
-pub fn gated(meta: &Metadata, gate: i32, up: i32) -> i32 {
-    saturate(shift_round(silu(meta, gate) * up as i64, 16))
+#[inline]
+pub fn gated(silu_table: &[u8], gate: i32, up: i32) -> i32 {
+    saturate(shift_round(silu(silu_table, gate) * up as i64, 16))
 }

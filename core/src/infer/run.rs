@@ -4,12 +4,14 @@
 //! and an advance does whole items only, so any split of the work into advances gives the same
 //! state bytes and the same tokens as one advance.
 
-use super::forward::{attention_head, embed, gated, matrix_rows, rmsnorm, rotary};
+use super::fixed::saturate;
+use super::forward::{attention_head, embed, gated, matrix_rows, rmsnorm, rotary, Input, Scratch};
 use super::sample::{argmax, sample, Settings, MAX_TEMPERATURE, ONE};
-use super::state::{field, Fields, FieldsMut, Mode, StateLayout, Status, STATE_TAG};
+use super::state::{field, get, get_u32, set, Mode, StateLayout, Status, STATE_TAG};
 use super::tokenizer::{BOS, EOS};
 use super::{Model, RunError};
-use crate::{Config, MatrixKind};
+use crate::le::{put_u32, put_u64, u32_at, u64_at};
+use crate::{Block, Config, MatrixKind};
 
 /// Stages per layer.
 const LAYER_STAGES: u32 = 10;
@@ -179,16 +181,16 @@ impl<'s> Run<'s> {
         state.fill(0);
         state[..8].copy_from_slice(&STATE_TAG);
         for (i, f) in config.fields().into_iter().enumerate() {
-            state.set_u32(field::CONFIG + 4 * i, f);
+            put_u32(state, field::CONFIG + 4 * i, f);
         }
-        state.set_u32(field::PROMPT_LEN, tokens.len() as u32);
-        state.set_u32(field::STEPS, steps);
-        state.set_u32(field::MODE, mode as u32);
-        state.set_u32(field::TEMPERATURE, settings.temperature);
-        state.set_u32(field::TOP_P, settings.top_p);
-        state.set_u64(field::RNG, settings.seed);
+        put_u32(state, field::PROMPT_LEN, tokens.len() as u32);
+        put_u32(state, field::STEPS, steps);
+        put_u32(state, field::MODE, mode as u32);
+        put_u32(state, field::TEMPERATURE, settings.temperature);
+        put_u32(state, field::TOP_P, settings.top_p);
+        put_u64(state, field::RNG, settings.seed);
         for (i, &t) in tokens.iter().enumerate() {
-            state.set_u32(layout.tokens + 4 * i, t);
+            put_u32(state, layout.tokens + 4 * i, t);
         }
         Ok(Run {
             state,
@@ -268,33 +270,29 @@ impl<'s> Run<'s> {
             return Err(RunError::NotAState);
         }
         let fields = config.fields();
-        if (0..7).any(|i| state.u32_field(field::CONFIG + 4 * i) != fields[i]) {
+        if (0..7).any(|i| u32_at(state, field::CONFIG + 4 * i) != fields[i]) {
             return Err(RunError::ModelMismatch);
         }
         let context = config.context_length as u64;
-        let prompt = state.u32_field(field::PROMPT_LEN) as u64;
-        let steps = state.u32_field(field::STEPS) as u64;
-        let mode = state.u32_field(field::MODE) as u64;
+        let prompt = u32_at(state, field::PROMPT_LEN) as u64;
+        let steps = u32_at(state, field::STEPS) as u64;
+        let mode = u32_at(state, field::MODE) as u64;
         let stage_count = 1 + LAYER_STAGES as u64 * config.layers as u64 + 3;
         let checks: [(&'static str, u64, u64); 8] = [
             ("mode", mode, 1),
-            ("status", state.u32_field(field::STATUS) as u64, 2),
+            ("status", u32_at(state, field::STATUS) as u64, 2),
             ("prompt length", prompt, context),
             ("steps", steps, context + 1 - prompt.min(context)),
-            ("generated", state.u32_field(field::GENERATED) as u64, steps),
+            ("generated", u32_at(state, field::GENERATED) as u64, steps),
             (
                 "position",
-                state.u32_field(field::POSITION) as u64,
+                u32_at(state, field::POSITION) as u64,
                 context - 1,
             ),
-            (
-                "stage",
-                state.u32_field(field::STAGE) as u64,
-                stage_count - 1,
-            ),
+            ("stage", u32_at(state, field::STAGE) as u64, stage_count - 1),
             (
                 "temperature",
-                state.u32_field(field::TEMPERATURE) as u64,
+                u32_at(state, field::TEMPERATURE) as u64,
                 MAX_TEMPERATURE as u64,
             ),
         ];
@@ -309,7 +307,7 @@ impl<'s> Run<'s> {
             config,
         };
         let stage = run.stage();
-        let item = run.state.u32_field(field::ITEM) as u64;
+        let item = u32_at(run.state, field::ITEM) as u64;
         let items = stage.items(&config) as u64;
         if item >= items {
             return Err(RunError::BadState {
@@ -318,7 +316,7 @@ impl<'s> Run<'s> {
                 max: items - 1,
             });
         }
-        let top_p = run.state.u32_field(field::TOP_P);
+        let top_p = u32_at(run.state, field::TOP_P);
         if top_p == 0 || top_p > ONE {
             return Err(RunError::TopP { value: top_p });
         }
@@ -355,7 +353,7 @@ impl<'s> Run<'s> {
     }
 
     pub fn status(&self) -> Status {
-        match self.state.u32_field(field::STATUS) {
+        match u32_at(self.state, field::STATUS) {
             0 => Status::Running,
             1 => Status::EndToken,
             _ => Status::Done,
@@ -363,37 +361,37 @@ impl<'s> Run<'s> {
     }
 
     fn mode(&self) -> Mode {
-        match self.state.u32_field(field::MODE) {
+        match u32_at(self.state, field::MODE) {
             0 => Mode::Generate,
             _ => Mode::Score,
         }
     }
 
     pub fn position(&self) -> u32 {
-        self.state.u32_field(field::POSITION)
+        u32_at(self.state, field::POSITION)
     }
 
     pub fn prompt_len(&self) -> u32 {
-        self.state.u32_field(field::PROMPT_LEN)
+        u32_at(self.state, field::PROMPT_LEN)
     }
 
     pub fn generated(&self) -> u32 {
-        self.state.u32_field(field::GENERATED)
+        u32_at(self.state, field::GENERATED)
     }
 
     /// Token `i` of the sequence (the prompt, then the generated tokens).
     pub fn token(&self, i: u32) -> u32 {
-        self.state.u32_field(self.layout.tokens + 4 * i as usize)
+        u32_at(self.state, self.layout.tokens + 4 * i as usize)
     }
 
     /// Logit `id` of the last classifier, 16 fractional bits.
     pub fn logit(&self, id: u32) -> i32 {
-        self.state.i32_value(self.layout.logits, id as usize)
+        get(&self.state[self.layout.logits..], id as usize)
     }
 
     fn stage(&self) -> Stage {
         // resume checked the code's range; every code below the count is a stage.
-        Stage::of(self.state.u32_field(field::STAGE), self.config.layers).unwrap_or(Stage::Embed)
+        Stage::of(u32_at(self.state, field::STAGE), self.config.layers).unwrap_or(Stage::Embed)
     }
 
     fn code(stage: Stage, layers: u32) -> u32 {
@@ -433,6 +431,7 @@ impl<'s> Run<'s> {
             return Err(RunError::ModelMismatch);
         }
         let mut used = 0u64;
+        let mut scratch = Scratch::new();
         loop {
             let status = self.status();
             if status != Status::Running {
@@ -440,7 +439,7 @@ impl<'s> Run<'s> {
             }
             let pos = self.position();
             let stage = self.stage();
-            let item = self.state.u32_field(field::ITEM);
+            let item = u32_at(self.state, field::ITEM);
             let items = stage.items(&self.config);
             let cost = stage.cost(&self.config, pos);
             let room = (budget - used.min(budget)) / cost.max(1);
@@ -451,10 +450,10 @@ impl<'s> Run<'s> {
             if fit == 0 {
                 return Ok((Progress::Working, used));
             }
-            self.items(model, stage, pos, item..item + fit)?;
+            self.items(model, stage, pos, item..item + fit, &mut scratch)?;
             used += fit as u64 * cost;
             if item + fit < items {
-                self.state.set_u32(field::ITEM, item + fit);
+                put_u32(self.state, field::ITEM, item + fit);
                 continue;
             }
             if let Some(progress) = self.next_stage(stage, pos) {
@@ -470,16 +469,20 @@ impl<'s> Run<'s> {
         stage: Stage,
         pos: u32,
         range: core::ops::Range<u32>,
+        scratch: &mut Scratch,
     ) -> Result<(), RunError> {
-        let l = self.layout;
         let meta = model.metadata();
         let c = self.config;
         let d = c.dim as usize;
+        let kv_dim = self.layout.kv_dim;
         let rows = range.start as usize..range.end as usize;
         let first = range.start == 0;
         let generating = self.mode() == Mode::Generate;
-        let state = &mut *self.state;
-        let xb_sum = state.u64_field(field::XB_SUM) as i64;
+        let cache_layer = 4 * self.layout.cache_layer;
+        let r = self.layout.split(self.state);
+        let header = r.header;
+        let xb_sum = u64_at(header, field::XB_SUM) as i64;
+        let hb_sum = u64_at(header, field::HB_SUM) as i64;
         let matrix = |l: u32, kind: MatrixKind| {
             let k = MatrixKind::LAYER
                 .iter()
@@ -487,9 +490,15 @@ impl<'s> Run<'s> {
                 .unwrap_or(0);
             model.rows(2 + 7 * l as usize + k)
         };
+        // The layer's key and value caches, and the slice of position `pos` in them.
+        let layer_cache = |l: u32| l as usize * cache_layer..(l as usize + 1) * cache_layer;
+        let at_pos = |l: u32| {
+            let start = l as usize * cache_layer + 4 * pos as usize * kv_dim;
+            start..start + 4 * kv_dim
+        };
         match stage {
             Stage::Embed => {
-                let token = state.u32_field(l.tokens + 4 * pos as usize);
+                let token = get_u32(r.tokens, pos as usize);
                 if token >= c.vocab_size {
                     return Err(RunError::TokenOutOfRange {
                         index: pos as usize,
@@ -497,88 +506,107 @@ impl<'s> Run<'s> {
                         vocab: c.vocab_size,
                     });
                 }
-                embed(state, &l, &model.rows(0)?, token as usize);
+                embed(r.x, &model.rows(0)?, token as usize);
             }
-            Stage::AttentionNorm(layer) => rmsnorm(state, &l, meta, 2 * layer as usize * d),
-            Stage::FeedForwardNorm(layer) => rmsnorm(state, &l, meta, (2 * layer as usize + 1) * d),
-            Stage::FinalNorm => rmsnorm(state, &l, meta, 2 * c.layers as usize * d),
+            Stage::AttentionNorm(_) | Stage::FeedForwardNorm(_) | Stage::FinalNorm => {
+                // Per layer the attention then the feed-forward coefficients, then the final.
+                let coefficients = match stage {
+                    Stage::AttentionNorm(l) => 2 * l as usize * d,
+                    Stage::FeedForwardNorm(l) => (2 * l as usize + 1) * d,
+                    _ => 2 * c.layers as usize * d,
+                };
+                let sum = rmsnorm(r.x, r.xb, meta, coefficients);
+                put_u64(header, field::XB_SUM, sum as u64);
+            }
             Stage::Query(layer) => {
                 let m = matrix(layer, MatrixKind::Query)?;
-                matrix_rows(state, &m, rows, l.xb, xb_sum, |s, r, v| {
-                    s.set_i32(l.q, r, v)
-                });
+                let input = Input::new(r.xb, xb_sum, scratch);
+                matrix_rows(&m, rows, &input, |i, v| set(r.q, i, v));
             }
             Stage::Key(layer) | Stage::Value(layer) => {
-                let (kind, base) = match stage {
-                    Stage::Key(_) => (MatrixKind::Key, l.keys),
-                    _ => (MatrixKind::Value, l.values),
+                let (kind, cache) = match stage {
+                    Stage::Key(_) => (MatrixKind::Key, r.keys),
+                    _ => (MatrixKind::Value, r.values),
                 };
                 let m = matrix(layer, kind)?;
-                let at = l.cache(base, layer, pos);
-                matrix_rows(state, &m, rows, l.xb, xb_sum, |s, r, v| s.set_i32(at, r, v));
+                let input = Input::new(r.xb, xb_sum, scratch);
+                let out = &mut cache[at_pos(layer)];
+                matrix_rows(&m, rows, &input, |i, v| set(out, i, v));
             }
-            Stage::Rotary(layer) => rotary(state, &l, meta, pos, l.cache(l.keys, layer, pos)),
+            Stage::Rotary(layer) => rotary(r.q, &mut r.keys[at_pos(layer)], meta, pos),
             Stage::Attention(layer) => {
+                let head_size = c.head_size() as usize;
+                let group = (c.heads / c.kv_heads) as usize;
+                let keys = &r.keys[layer_cache(layer)];
+                let values = &r.values[layer_cache(layer)];
                 let mut sum = if first { 0 } else { xb_sum };
                 for head in rows {
-                    sum += attention_head(state, &l, meta, layer, pos, head);
+                    let span = 4 * head * head_size..4 * (head + 1) * head_size;
+                    sum += attention_head(
+                        meta,
+                        &r.q[span.clone()],
+                        keys,
+                        values,
+                        kv_dim,
+                        head / group * head_size,
+                        pos,
+                        r.att,
+                        &mut r.xb[span],
+                    );
                 }
-                state.set_u64(field::XB_SUM, sum as u64);
+                put_u64(header, field::XB_SUM, sum as u64);
             }
             Stage::Output(layer) | Stage::Down(layer) => {
-                let (m, input, sum) = match stage {
-                    Stage::Output(_) => (matrix(layer, MatrixKind::AttentionOutput)?, l.xb, xb_sum),
+                let (m, input) = match stage {
+                    Stage::Output(_) => (
+                        matrix(layer, MatrixKind::AttentionOutput)?,
+                        Input::new(r.xb, xb_sum, scratch),
+                    ),
                     _ => (
                         matrix(layer, MatrixKind::FeedForwardDown)?,
-                        l.hb,
-                        state.u64_field(field::HB_SUM) as i64,
+                        Input::new(r.hb, hb_sum, scratch),
                     ),
                 };
-                matrix_rows(state, &m, rows, input, sum, |s, r, v| {
-                    let x = s.i32_value(l.x, r) as i64 + v as i64;
-                    s.set_i32(l.x, r, super::fixed::saturate(x));
+                let x = r.x;
+                matrix_rows(&m, rows, &input, |i, v| {
+                    set(x, i, saturate(get(x, i) as i64 + v as i64))
                 });
             }
             Stage::Hidden(layer) => {
                 let gate = matrix(layer, MatrixKind::FeedForwardGate)?;
                 let up = matrix(layer, MatrixKind::FeedForwardUp)?;
-                let mut sum = if first {
-                    0
-                } else {
-                    state.u64_field(field::HB_SUM) as i64
-                };
-                for r in rows {
-                    let mut g = 0;
-                    matrix_rows(state, &gate, r..r + 1, l.xb, xb_sum, |_, _, v| g = v);
-                    let mut u = 0;
-                    matrix_rows(state, &up, r..r + 1, l.xb, xb_sum, |_, _, v| u = v);
-                    let h = gated(meta, g, u);
-                    state.set_i32(l.hb, r, h);
+                let table = meta.block_bytes(Block::Silu);
+                let input = Input::new(r.xb, xb_sum, scratch);
+                let mut sum = if first { 0 } else { hb_sum };
+                for i in rows {
+                    let (scale, weights) = gate.row(i);
+                    let g = input.row_product(scale, weights);
+                    let (scale, weights) = up.row(i);
+                    let u = input.row_product(scale, weights);
+                    let h = gated(table, g, u);
+                    set(r.hb, i, h);
                     sum += h as i64;
                 }
-                state.set_u64(field::HB_SUM, sum as u64);
+                put_u64(header, field::HB_SUM, sum as u64);
             }
             Stage::Classifier => {
                 let m = model.rows(1)?;
-                matrix_rows(state, &m, rows, l.xb, xb_sum, |s, r, v| {
-                    s.set_i32(l.logits, r, v)
-                });
+                let input = Input::new(r.xb, xb_sum, scratch);
+                matrix_rows(&m, rows, &input, |i, v| set(r.logits, i, v));
             }
             Stage::Sample => {
-                let vocab = c.vocab_size as usize;
-                let best = argmax(state, &l, vocab);
-                state.set_u32(field::ARGMAX, best);
+                let mut chosen = argmax(r.logits);
                 let settings = Settings {
-                    temperature: state.u32_field(field::TEMPERATURE),
-                    top_p: state.u32_field(field::TOP_P),
+                    temperature: u32_at(header, field::TEMPERATURE),
+                    top_p: u32_at(header, field::TOP_P),
                     seed: 0,
                 };
                 if generating && settings.temperature != 0 {
-                    let mut rng = state.u64_field(field::RNG);
-                    let id = sample(state, &l, meta, &settings, &mut rng);
-                    state.set_u64(field::RNG, rng);
-                    state.set_u32(field::ARGMAX, id);
+                    let mut rng = u64_at(header, field::RNG);
+                    chosen = sample(r.logits, r.hist, meta, &settings, &mut rng);
+                    put_u64(header, field::RNG, rng);
                 }
+                put_u32(header, field::ARGMAX, chosen);
             }
         }
         Ok(())
@@ -590,17 +618,17 @@ impl<'s> Run<'s> {
         let layers = self.config.layers;
         let last_layer = Stage::Down(layers - 1);
         let forced = self.mode() == Mode::Generate && pos + 1 < self.prompt_len();
-        self.state.set_u32(field::ITEM, 0);
+        put_u32(self.state, field::ITEM, 0);
         if stage == last_layer && forced {
             self.next_position(pos);
             return None;
         }
         if stage != Stage::Sample {
             let code = Run::code(stage, layers) + 1;
-            self.state.set_u32(field::STAGE, code);
+            put_u32(self.state, field::STAGE, code);
             return None;
         }
-        let chosen = self.state.u32_field(field::ARGMAX);
+        let chosen = u32_at(self.state, field::ARGMAX);
         match self.mode() {
             Mode::Score => {
                 let last = pos + 2 == self.prompt_len();
@@ -617,12 +645,11 @@ impl<'s> Run<'s> {
             Mode::Generate => {
                 let generated = self.generated() + 1;
                 let at = pos + 1;
-                self.state
-                    .set_u32(self.layout.tokens + 4 * at as usize, chosen);
-                self.state.set_u32(field::GENERATED, generated);
+                put_u32(self.state, self.layout.tokens + 4 * at as usize, chosen);
+                put_u32(self.state, field::GENERATED, generated);
                 if chosen == BOS || chosen == EOS {
                     self.end(Status::EndToken);
-                } else if generated == self.state.u32_field(field::STEPS) {
+                } else if generated == u32_at(self.state, field::STEPS) {
                     self.end(Status::Done);
                 } else {
                     self.next_position(pos);
@@ -636,11 +663,11 @@ impl<'s> Run<'s> {
     }
 
     fn next_position(&mut self, pos: u32) {
-        self.state.set_u32(field::POSITION, pos + 1);
-        self.state.set_u32(field::STAGE, 0);
+        put_u32(self.state, field::POSITION, pos + 1);
+        put_u32(self.state, field::STAGE, 0);
     }
 
     fn end(&mut self, status: Status) {
-        self.state.set_u32(field::STATUS, status as u32);
+        put_u32(self.state, field::STATUS, status as u32);
     }
 }

@@ -3,8 +3,8 @@
 //! xorshift64*.
 
 use super::fixed::{exp_index, mul_hi_u64};
-use super::state::{Fields, FieldsMut, StateLayout, HIST_LEN};
-use crate::Metadata;
+use super::state::{get, get_u32, set_u32, HIST_LEN};
+use crate::{Block, Metadata};
 
 /// 1.0 with 16 fractional bits: top-p of 1.0 keeps every token.
 pub const ONE: u32 = 1 << 16;
@@ -45,11 +45,11 @@ pub fn next_random(state: &mut u64) -> u64 {
 }
 
 /// The id of the highest logit, the lowest id among equals.
-pub fn argmax(state: &[u8], l: &StateLayout, vocab: usize) -> u32 {
+pub fn argmax(logits: &[u8]) -> u32 {
     let mut best = 0;
-    let mut best_value = state.i32_value(l.logits, 0);
-    for i in 1..vocab {
-        let v = state.i32_value(l.logits, i);
+    let mut best_value = get(logits, 0);
+    for i in 1..logits.len() / 4 {
+        let v = get(logits, i);
         if v > best_value {
             best = i;
             best_value = v;
@@ -60,34 +60,34 @@ pub fn argmax(state: &[u8], l: &StateLayout, vocab: usize) -> u32 {
 
 /// The exponential table's index of logit `i`: round((max − logit) × 2^16 / temperature / 2^8).
 #[inline]
-fn index_of(state: &[u8], l: &StateLayout, i: usize, max: i32, temperature: u32) -> usize {
-    let d = (max as i64 - state.i32_value(l.logits, i) as i64) as u64;
+fn index_of(logits: &[u8], i: usize, max: i32, temperature: u32) -> usize {
+    let d = (max as i64 - get(logits, i) as i64) as u64;
     exp_index((d << 16) / temperature as u64)
 }
 
 /// A token drawn from softmax(logits / temperature) restricted to the top-p nucleus, with one
 /// output of the generator. `settings.temperature` is not 0.
+/// `hist` is scratch for [`HIST_LEN`] counts.
 pub fn sample(
-    state: &mut [u8],
-    l: &StateLayout,
+    logits: &[u8],
+    hist: &mut [u8],
     meta: &Metadata,
     settings: &Settings,
     rng: &mut u64,
 ) -> u32 {
-    let vocab = meta.config().vocab_size as usize;
-    let max = state.i32_value(l.logits, argmax(state, l, vocab) as usize);
+    let vocab = logits.len() / 4;
+    let exp = meta.block_bytes(Block::Exp);
+    let e = |k: usize| get_u32(exp, k) as u64;
+    let max = get(logits, argmax(logits) as usize);
     let t = settings.temperature;
 
     // Tokens and total weight per table index.
-    for k in 0..HIST_LEN {
-        state.set_u32(l.hist + 4 * k, 0);
-    }
+    hist.fill(0);
     let mut total = 0u64;
     for i in 0..vocab {
-        let k = index_of(state, l, i, max, t);
-        let count = state.u32_field(l.hist + 4 * k);
-        state.set_u32(l.hist + 4 * k, count + 1);
-        total += meta.exp(k) as u64;
+        let k = index_of(logits, i, max, t);
+        set_u32(hist, k, get_u32(hist, k) + 1);
+        total += e(k);
     }
 
     // The nucleus: the heaviest tokens (lowest index first, then lowest id) until their weight
@@ -97,15 +97,14 @@ pub fn sample(
     if settings.top_p < ONE {
         let mut below = 0u64;
         for k in 0..HIST_LEN {
-            let count = state.u32_field(l.hist + 4 * k) as u64;
-            let e = meta.exp(k) as u64;
-            if (below + count * e) << 16 > bound {
+            let count = get_u32(hist, k) as u64;
+            if (below + count * e(k)) << 16 > bound {
                 cut = k;
-                take = ((bound - (below << 16)) >> 16) / e + 1;
-                kept = below + take * e;
+                take = ((bound - (below << 16)) >> 16) / e(k) + 1;
+                kept = below + take * e(k);
                 break;
             }
-            below += count * e;
+            below += count * e(k);
         }
     }
 
@@ -115,14 +114,14 @@ pub fn sample(
     let mut at_cut = 0u64;
     let mut last = 0;
     for i in 0..vocab {
-        let k = index_of(state, l, i, max, t);
+        let k = index_of(logits, i, max, t);
         if k > cut || (k == cut && at_cut == take) {
             continue;
         }
         if k == cut {
             at_cut += 1;
         }
-        acc += meta.exp(k) as u64;
+        acc += e(k);
         last = i;
         if acc > r {
             return i as u32;

@@ -17,7 +17,7 @@
 //! values   layers × context × key and value dimension × i32
 //! ```
 
-use crate::le::{i32_at, put_u32, put_u64, u32_at, u64_at};
+use crate::le::{i32_at, put_u32, u32_at};
 use crate::Config;
 
 /// "CURTAS01": the first 8 bytes of a run's state.
@@ -150,46 +150,71 @@ pub fn state_len(c: &Config) -> usize {
     StateLayout::new(c).len
 }
 
-/// Reads and writes of the header's fields and the regions' values.
-pub(crate) trait Fields {
-    fn u32_field(&self, at: usize) -> u32;
-    fn u64_field(&self, at: usize) -> u64;
-    fn i32_value(&self, region: usize, i: usize) -> i32;
+/// Value `i` of a region of i32 values.
+#[inline]
+pub fn get(region: &[u8], i: usize) -> i32 {
+    i32_at(region, 4 * i)
 }
 
-impl Fields for [u8] {
-    #[inline]
-    fn u32_field(&self, at: usize) -> u32 {
-        u32_at(self, at)
-    }
-    #[inline]
-    fn u64_field(&self, at: usize) -> u64 {
-        u64_at(self, at)
-    }
-    #[inline]
-    fn i32_value(&self, region: usize, i: usize) -> i32 {
-        i32_at(self, region + 4 * i)
-    }
+#[inline]
+pub fn set(region: &mut [u8], i: usize, v: i32) {
+    put_u32(region, 4 * i, v as u32)
 }
 
-pub(crate) trait FieldsMut {
-    fn set_u32(&mut self, at: usize, v: u32);
-    fn set_u64(&mut self, at: usize, v: u64);
-    fn set_i32(&mut self, region: usize, i: usize, v: i32);
+/// Value `i` of a region of u32 values.
+#[inline]
+pub fn get_u32(region: &[u8], i: usize) -> u32 {
+    u32_at(region, 4 * i)
 }
 
-impl FieldsMut for [u8] {
-    #[inline]
-    fn set_u32(&mut self, at: usize, v: u32) {
-        put_u32(self, at, v)
-    }
-    #[inline]
-    fn set_u64(&mut self, at: usize, v: u64) {
-        put_u64(self, at, v)
-    }
-    #[inline]
-    fn set_i32(&mut self, region: usize, i: usize, v: i32) {
-        put_u32(self, region + 4 * i, v as u32)
+#[inline]
+pub fn set_u32(region: &mut [u8], i: usize, v: u32) {
+    put_u32(region, 4 * i, v)
+}
+
+/// The state cut into its regions, each its own slice, so that a stage reads one while it
+/// writes another.
+pub struct Regions<'a> {
+    pub header: &'a mut [u8],
+    pub tokens: &'a mut [u8],
+    pub x: &'a mut [u8],
+    pub xb: &'a mut [u8],
+    pub q: &'a mut [u8],
+    pub hb: &'a mut [u8],
+    pub att: &'a mut [u8],
+    pub logits: &'a mut [u8],
+    pub hist: &'a mut [u8],
+    pub keys: &'a mut [u8],
+    pub values: &'a mut [u8],
+}
+
+impl StateLayout {
+    /// `state` (at least `len` bytes) cut at the region boundaries.
+    pub fn split<'a>(&self, state: &'a mut [u8]) -> Regions<'a> {
+        let (header, rest) = state.split_at_mut(self.tokens);
+        let (tokens, rest) = rest.split_at_mut(self.x - self.tokens);
+        let (x, rest) = rest.split_at_mut(self.xb - self.x);
+        let (xb, rest) = rest.split_at_mut(self.q - self.xb);
+        let (q, rest) = rest.split_at_mut(self.hb - self.q);
+        let (hb, rest) = rest.split_at_mut(self.att - self.hb);
+        let (att, rest) = rest.split_at_mut(self.logits - self.att);
+        let (logits, rest) = rest.split_at_mut(self.hist - self.logits);
+        let (hist, rest) = rest.split_at_mut(self.keys - self.hist);
+        let (keys, rest) = rest.split_at_mut(self.values - self.keys);
+        let values = &mut rest[..self.len - self.values];
+        Regions {
+            header,
+            tokens,
+            x,
+            xb,
+            q,
+            hb,
+            att,
+            logits,
+            hist,
+            keys,
+            values,
+        }
     }
 }
 
