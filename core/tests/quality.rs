@@ -243,6 +243,8 @@ struct Figures {
     agreement_float: f64,
     /// Greedy continuations whose first 8 tokens match weights-only, of `prompts`.
     greedy_matches: usize,
+    /// The same against the float model's greedy tokens (for comparison, not asserted).
+    greedy_float_matches: usize,
     prompts: usize,
 }
 
@@ -281,6 +283,7 @@ fn measure(case: &Case) -> Figures {
     );
     // Ten prompts: token 1 and the first 2 to 6 tokens after it of the sampled sequences.
     let mut greedy_matches = 0;
+    let mut greedy_float_matches = 0;
     let mut prompts = 0;
     for p in 0..10 {
         let seq = &case.sequences[p % case.sequences.len()];
@@ -296,6 +299,7 @@ fn measure(case: &Case) -> Figures {
             if same { "" } else { " DIFFERS" }
         );
         greedy_matches += same as usize;
+        greedy_float_matches += (got == float) as usize;
         prompts += 1;
     }
     let f = Figures {
@@ -306,12 +310,14 @@ fn measure(case: &Case) -> Figures {
         agreement: agree(&case.weights_only_scores),
         agreement_float: agree(&case.float_scores),
         greedy_matches,
+        greedy_float_matches,
         prompts,
     };
     eprintln!(
         "{}: {} positions; perplexity float {:.4}, weights-only {:.4}, integer {:.4} \
          (integer / weights-only {:.4}, integer / float {:.4}); argmax agreement with \
-         weights-only {:.2} %, with float {:.2} %; greedy {} tokens equal weights-only on {} of {}",
+         weights-only {:.2} %, with float {:.2} %; greedy {} tokens equal weights-only on {} of {} \
+         (float on {})",
         case.name,
         f.positions,
         f.float_ppl,
@@ -323,7 +329,8 @@ fn measure(case: &Case) -> Figures {
         100.0 * f.agreement_float,
         GREEDY_STEPS,
         f.greedy_matches,
-        f.prompts
+        f.prompts,
+        f.greedy_float_matches
     );
     f
 }
