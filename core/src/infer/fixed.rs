@@ -110,6 +110,35 @@ pub fn mul_hi_u64(a: u64, b: u64) -> u64 {
     hh + (lh >> 32) + (hl >> 32) + (mid >> 32)
 }
 
+/// A decimal number (digits, optionally a point and at most 12 more digits; no sign, no
+/// exponent) with 16 fractional bits: round(value × 2^16), halves up, computed exactly on the
+/// digits. `None` for anything else or a value of 2^16 or more.
+pub fn parse_fixed16(text: &str) -> Option<u32> {
+    let (whole, frac) = match text.split_once('.') {
+        Some((w, f)) => (w, f),
+        None => (text, ""),
+    };
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) || frac.len() > 12 {
+        return None;
+    }
+    let mut w = 0u64;
+    for b in whole.bytes() {
+        w = w * 10 + (b - b'0') as u64;
+        if w >= 1 << 16 {
+            return None;
+        }
+    }
+    let (mut f, mut scale) = (0u64, 1u64);
+    for b in frac.bytes() {
+        f = f * 10 + (b - b'0') as u64;
+        scale *= 10;
+    }
+    // f / scale < 1 with scale ≤ 10^12: f × 2^17 < 2^57.
+    let frac16 = ((f << 17) / scale + 1) >> 1;
+    u32::try_from((w << 16) + frac16).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +225,34 @@ mod tests {
                 (got - expected).abs() <= 1.0 + expected.abs() * 1e-8,
                 "{v}: {got} vs {expected}"
             );
+        }
+    }
+
+    #[test]
+    fn decimals_convert_exactly() {
+        let cases = [
+            ("0", Some(0)),
+            ("1", Some(65_536)),
+            ("1.0", Some(65_536)),
+            ("0.8", Some(52_429)), // 52,428.8
+            ("0.9", Some(58_982)), // 58,982.4
+            (".5", Some(32_768)),
+            ("16", Some(16 << 16)),
+            ("0.000007629394", Some(0)), // 0.49999... of a unit: down
+            ("0.000007629395", Some(1)), // 0.50000... of a unit: up
+            ("0.0000076293945", None),   // 13 decimals
+            ("0.000022888183", Some(1)), // 1.49999... units
+            ("0.0000228882", Some(2)),   // 1.50000... units
+            ("65535.99999", Some(u32::MAX)),
+            ("65536", None),
+            ("-1", None),
+            ("1e3", None),
+            ("", None),
+            (".", None),
+            ("1.2.3", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_fixed16(text), expected, "{text}");
         }
     }
 
