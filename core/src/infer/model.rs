@@ -22,7 +22,7 @@ pub struct Rows<'a> {
 
 impl<'a> Rows<'a> {
     /// Row `r`: its scale (24 fractional bits) and its stored weights (weight + 128).
-    #[inline]
+    #[inline(always)]
     pub fn row(&self, r: usize) -> (u32, &'a [u8]) {
         let row = &self.bytes[r * self.row_bytes..(r + 1) * self.row_bytes];
         let scale = u32::from_le_bytes([row[0], row[1], row[2], row[3]]);
