@@ -19,6 +19,8 @@ mod program_id;
 mod publish;
 #[path = "client/repair.rs"]
 mod repair;
+#[path = "client/run.rs"]
+mod run;
 
 use curta_client::{BankTransport, Options, Transport};
 use solana_keypair::Keypair;

@@ -16,6 +16,7 @@ pub mod progress;
 pub mod publish;
 pub mod rehearse;
 pub mod report;
+pub mod run;
 pub mod seal;
 pub mod status;
 pub mod steps;

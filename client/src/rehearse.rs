@@ -56,7 +56,15 @@ pub struct Demo {
     pub convert_seconds: f64,
     pub report: Report,
     pub verification: Verification,
+    /// The sealed model read back from the bank and run: greedy, [`DEMO_STEPS`] tokens after
+    /// [`DEMO_PROMPT`].
+    pub generation: crate::run::Generation,
 }
+
+/// The demo's prompt. tok512 is not the tokenizer stories260K was trained with (its tokens are
+/// chess notation), so the text reads as noise while the ids are the model's.
+pub const DEMO_PROMPT: &str = "Once upon a time";
+pub const DEMO_STEPS: u32 = 32;
 
 /// Converts the bundled stories260K, rehearses it and verifies the on-chain bytes.
 pub async fn demo(options: &Options) -> Result<Demo, Error> {
@@ -71,10 +79,29 @@ pub async fn demo(options: &Options) -> Result<Demo, Error> {
     let mut report = publish(&bank, &authority, &artifact, true, options).await?;
     report.command = "demo";
     let verification = verify(&bank, &report.model, &artifact).await?;
+    let model = report.model;
+    let bad = |problem: String| Error::BadModel {
+        address: model,
+        problem,
+    };
+    let (sealed, _) = crate::run::fetch_sealed(&bank, &model)
+        .await
+        .map_err(|e| match e {
+            crate::run::FetchError::Client(e) => e,
+            other => bad(other.to_string()),
+        })?;
+    let run = || -> Result<crate::run::Generation, curta_core::infer::RunError> {
+        let sealed = curta_core::decode(&sealed)?;
+        let prompt = crate::run::Prompt::Text(DEMO_PROMPT.as_bytes().to_vec()).tokens(&sealed)?;
+        let greedy = curta_core::infer::Settings::greedy();
+        crate::run::generate(&sealed, &prompt, DEMO_STEPS, greedy, |_, _| {})
+    };
+    let generation = run().map_err(|e| bad(format!("running it: {e}")))?;
     Ok(Demo {
         artifact_bytes: artifact.len(),
         convert_seconds,
         report,
         verification,
+        generation,
     })
 }

@@ -59,7 +59,7 @@ pub struct RehearseArgs {
     pub artifact: PathBuf,
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -88,7 +88,7 @@ fn parse_address(what: &str, s: &str) -> Result<Pubkey> {
 
 /// The RPC transport of `global`: its URL, commitment and program id; with `--use-tpu`,
 /// sending to the leaders' TPU over QUIC (found through the WebSocket URL).
-fn rpc(global: &GlobalArgs, runtime: &tokio::runtime::Runtime) -> Result<RpcTransport> {
+pub(super) fn rpc(global: &GlobalArgs, runtime: &tokio::runtime::Runtime) -> Result<RpcTransport> {
     let url = global.url()?;
     let t = RpcTransport::with_program_id(&url, global.commitment()?, global.program_id()?);
     if !global.use_tpu {
@@ -239,9 +239,20 @@ pub fn demo(global: GlobalArgs) -> Result<()> {
         demo.report.to_text(),
         demo.verification.to_text()
     );
+    let g = &demo.generation;
+    let text = format!(
+        "{text}ran the sealed model from the bank (greedy, {} tokens after \"{}\", {:.0} tokens/s):\nprompt tokens:  {:?}\ntokens:         {:?}\ntext:           {:?}\n(tok512 is not stories260K's own tokenizer: the text reads as noise, the ids are the model's)\n",
+        g.tokens.len(),
+        crate::rehearse::DEMO_PROMPT,
+        g.tokens_per_second,
+        g.prompt_tokens,
+        g.tokens,
+        g.text,
+    );
     let mut json = demo.report.to_json();
     json["verified"] = serde_json::Value::Bool(demo.verification.ok());
     json["convert_seconds"] = serde_json::json!(demo.convert_seconds);
+    json["run"] = serde_json::to_value(g).unwrap_or_default();
     print(global.output, text, json);
     if !demo.verification.ok() {
         anyhow::bail!("the demo model does not verify");

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 pub mod artifact;
 pub mod chain;
 pub mod config;
+pub mod run;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -42,6 +43,10 @@ pub enum Command {
     Rehearse(chain::RehearseArgs),
     /// Convert the bundled stories260K, rehearse it, verify it and print the report
     Demo,
+    /// Generate text from an artifact or a sealed model, in integers (docs/inference.md)
+    Run(run::RunArgs),
+    /// Teacher-forced evaluation of an artifact: argmax and negative log-likelihood per position
+    Perplexity(run::PerplexityArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -63,6 +68,8 @@ pub fn main() -> ExitCode {
         Command::Close(args) => chain::close(args, global),
         Command::Rehearse(args) => chain::rehearse(args, global),
         Command::Demo => chain::demo(global),
+        Command::Run(args) => run::run(args, global),
+        Command::Perplexity(args) => run::perplexity_command(args, global),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,250 @@
+//! Running a model off chain: from a local artifact, or from a sealed model read from a
+//! cluster and checked against its declared hash; generation with streamed pieces, and
+//! teacher-forced scoring (perplexity). The arithmetic is curta-core's (docs/inference.md).
+
+use crate::artifact::hex;
+use crate::chain;
+use crate::steps::State;
+use crate::transport::Transport;
+use crate::Error;
+use curta_core::infer::{
+    decode, encode, state_len, Model, Piece, Progress, Run, RunError, Settings, Status,
+};
+use curta_core::Artifact;
+use curta_program::state::{model_address, ModelState};
+use solana_pubkey::Pubkey;
+use std::time::Instant;
+
+/// Why a model on chain cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error(transparent)]
+    Client(#[from] Error),
+    #[error("model {model} is {state}, not Sealed: only a sealed model runs (finish it with `client seal`)")]
+    NotSealed { model: Pubkey, state: State },
+    #[error("model {model} is not the model address of its authority {authority} and declared hash {hash} (that is {expected})")]
+    NotItsAddress {
+        model: Pubkey,
+        authority: Pubkey,
+        hash: String,
+        expected: Pubkey,
+    },
+    #[error("model {model}: section {section}'s weight account {address} holds no section")]
+    MissingSection {
+        model: Pubkey,
+        section: usize,
+        address: Pubkey,
+    },
+    #[error(
+        "model {model}: its weight accounts hash to {computed}, not to the declared {declared}"
+    )]
+    HashDiffers {
+        model: Pubkey,
+        declared: String,
+        computed: String,
+    },
+}
+
+/// A sealed model's artifact, read from its weight accounts: the sections one after another
+/// (the file they were published from), whose weights hash was recomputed and equals the
+/// declared one; and that hash.
+pub async fn fetch_sealed<T: Transport>(
+    t: &T,
+    address: &Pubkey,
+) -> Result<(Vec<u8>, [u8; 32]), FetchError> {
+    let model = chain::existing_model(t, address).await?;
+    if model.state != ModelState::Sealed {
+        return Err(FetchError::NotSealed {
+            model: *address,
+            state: State(Some(model.state)),
+        });
+    }
+    let (expected, _) = model_address(&t.program_id(), &model.authority, &model.weights_hash);
+    if expected != *address {
+        return Err(FetchError::NotItsAddress {
+            model: *address,
+            authority: model.authority,
+            hash: hex(&model.weights_hash),
+            expected,
+        });
+    }
+    let onchain = chain::read(t, address, &model.authority, model.sections()).await?;
+    let mut file = Vec::new();
+    for (section, w) in onchain.weights.iter().enumerate() {
+        let bytes = w.bytes().ok_or(FetchError::MissingSection {
+            model: *address,
+            section,
+            address: w.address,
+        })?;
+        file.extend_from_slice(bytes);
+    }
+    let sections = onchain.weights.iter().filter_map(|w| w.bytes());
+    let computed = curta_core::weights_hash(sections);
+    if computed != model.weights_hash {
+        return Err(FetchError::HashDiffers {
+            model: *address,
+            declared: hex(&model.weights_hash),
+            computed: hex(&computed),
+        });
+    }
+    Ok((file, model.weights_hash))
+}
+
+/// The prompt: text (tokenized from section zero) or token ids.
+#[derive(Clone, Debug)]
+pub enum Prompt {
+    Text(Vec<u8>),
+    Tokens(Vec<u32>),
+}
+
+impl Prompt {
+    /// The prompt's tokens (a text starts with token 1 and its space prefix).
+    pub fn tokens(&self, artifact: &Artifact) -> Result<Vec<u32>, RunError> {
+        match self {
+            Prompt::Tokens(t) => Ok(t.clone()),
+            Prompt::Text(text) => {
+                let mut out = vec![0; text.len() + 2];
+                let n = encode(artifact.metadata(), text, &mut out)?;
+                out.truncate(n);
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// What a generation produced.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Generation {
+    pub prompt_tokens: Vec<u32>,
+    /// The generated ids only (the last may be 1 or 2).
+    pub tokens: Vec<u32>,
+    /// The pieces' bytes as UTF-8 (invalid sequences replaced).
+    pub text: String,
+    pub tokens_per_second: f64,
+    pub weights_hash: String,
+    #[serde(skip)]
+    pub end: Status,
+    #[serde(skip)]
+    pub seconds: f64,
+}
+
+/// At most `steps` tokens after `prompt`; each generated token's id and text bytes go to
+/// `on_token` as soon as it exists. Refused before any work when the run is invalid.
+pub fn generate(
+    artifact: &Artifact,
+    prompt: &[u32],
+    steps: u32,
+    settings: Settings,
+    mut on_token: impl FnMut(u32, &[u8]),
+) -> Result<Generation, RunError> {
+    let model = Model::from_artifact(artifact)?;
+    let meta = model.metadata();
+    let mut state = vec![0u8; state_len(&model.config())];
+    let start = Instant::now();
+    let mut run = Run::start(&mut state, &model, prompt, steps, settings)?;
+    let mut tokens = Vec::new();
+    let mut text = Vec::new();
+    let mut previous = *prompt.last().unwrap_or(&0);
+    let end = loop {
+        match run.advance(&model, u64::MAX)? {
+            Progress::Token { id, .. } => {
+                let piece = decode(meta, previous, id)?;
+                on_token(id, piece.bytes());
+                text.extend_from_slice(piece.bytes());
+                tokens.push(id);
+                previous = id;
+            }
+            Progress::Finished(status) => break status,
+            Progress::Working | Progress::Scored { .. } => {}
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(Generation {
+        prompt_tokens: prompt.to_vec(),
+        tokens_per_second: tokens.len() as f64 / seconds.max(1e-9),
+        tokens,
+        text: String::from_utf8_lossy(&text).into_owned(),
+        weights_hash: hex(&curta_core::weights_hash(artifact.sections())),
+        end,
+        seconds,
+    })
+}
+
+/// Teacher-forced evaluation: per predicted position, the argmax id and the negative
+/// log-likelihood of the next token (from the integer logits, in f64: a measurement).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Perplexity {
+    pub tokens: usize,
+    pub argmax: Vec<u32>,
+    pub nll: Vec<f64>,
+    pub mean_nll: f64,
+    pub perplexity: f64,
+}
+
+/// −log softmax(logits)[next], the logits with 16 fractional bits.
+fn nll(run: &Run, vocab: u32, next: u32) -> f64 {
+    let logit = |i: u32| run.logit(i) as f64 / 65_536.0;
+    let max = (0..vocab).map(logit).fold(f64::MIN, f64::max);
+    let sum: f64 = (0..vocab).map(|i| (logit(i) - max).exp()).sum();
+    max + sum.ln() - logit(next)
+}
+
+/// Scores `tokens` (at least 2). A sequence longer than the context is cut into windows of
+/// the context's length, each after the first starting at the previous one's last token, so
+/// that every token but the first is predicted once: n − 1 predictions in all.
+pub fn perplexity(artifact: &Artifact, tokens: &[u32]) -> Result<Perplexity, RunError> {
+    let model = Model::from_artifact(artifact)?;
+    let c = model.config();
+    if tokens.len() < 2 {
+        return Err(RunError::ScoreTooShort {
+            tokens: tokens.len(),
+        });
+    }
+    let mut state = vec![0u8; state_len(&c)];
+    let (mut argmax, mut nlls) = (Vec::new(), Vec::new());
+    let window = c.context_length.max(2) as usize;
+    let mut start = 0;
+    while start + 1 < tokens.len() {
+        let end = (start + window).min(tokens.len());
+        let span = &tokens[start..end];
+        let mut run = Run::score(&mut state, &model, span).map_err(|e| match e {
+            RunError::TokenOutOfRange { index, id, vocab } => RunError::TokenOutOfRange {
+                index: start + index,
+                id,
+                vocab,
+            },
+            e => e,
+        })?;
+        loop {
+            match run.advance(&model, u64::MAX)? {
+                Progress::Scored { pos, argmax: best } => {
+                    argmax.push(best);
+                    nlls.push(nll(&run, c.vocab_size, span[pos as usize + 1]));
+                }
+                Progress::Finished(_) => break,
+                Progress::Working | Progress::Token { .. } => {}
+            }
+        }
+        start = end - 1;
+    }
+    let mean = nlls.iter().sum::<f64>() / nlls.len() as f64;
+    Ok(Perplexity {
+        tokens: tokens.len(),
+        argmax,
+        nll: nlls,
+        mean_nll: mean,
+        perplexity: mean.exp(),
+    })
+}
+
+/// The text of `tokens` after `previous`, piece by piece (for reports).
+pub fn detokenize(artifact: &Artifact, previous: u32, tokens: &[u32]) -> Result<Vec<u8>, RunError> {
+    let mut out = Vec::new();
+    let mut p = previous;
+    for &t in tokens {
+        let piece: Piece = decode(artifact.metadata(), p, t)?;
+        out.extend_from_slice(piece.bytes());
+        p = t;
+    }
+    Ok(out)
+}
