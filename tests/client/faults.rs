@@ -184,7 +184,7 @@ async fn aborted_runs_resume_from_chain_state() {
 async fn a_blockhash_is_not_expired_while_its_batch_executes() {
     const WRITES: usize = 600;
     const BYTES: usize = 1_000;
-    let artifact = curta_tests::Layout::Eight.artifact();
+    let artifact = curta_tests::Layout::Stories15M.artifact();
     let sections = split_sections(&artifact);
     let (bank, authority) = bank(200 * SOL).await;
     // Create the model and its accounts (the first two sends), then stop.
