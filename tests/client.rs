@@ -5,6 +5,8 @@
 mod bad_input;
 #[path = "client/crank.rs"]
 mod crank;
+#[path = "client/deployed_program.rs"]
+mod deployed_program;
 #[path = "client/faults.rs"]
 mod faults;
 #[path = "client/layouts.rs"]

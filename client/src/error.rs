@@ -98,6 +98,8 @@ pub enum Error {
         /// What the address holds instead ("no account", or its owner and size).
         found: String,
     },
+    #[error("program account {address}: {problem}")]
+    BadProgramAccount { address: Pubkey, problem: String },
     #[error("model {model} is sealed; a sealed model is permanent and cannot be {action}")]
     Sealed { model: Pubkey, action: &'static str },
     #[error("{signer} is not the authority of model {model} (the authority is {authority})")]

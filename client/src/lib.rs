@@ -22,6 +22,7 @@ pub mod status;
 pub mod steps;
 pub mod transport;
 pub mod verify;
+pub mod verify_program;
 
 pub use artifact::LocalArtifact;
 pub use close::{close, CloseReport};
@@ -34,6 +35,7 @@ pub use seal::seal;
 pub use status::{status, Status};
 pub use transport::{BankTransport, Profile, RpcTransport, Simulation, Transport, TxStatus};
 pub use verify::{verify, Verification};
+pub use verify_program::{verify_program, ProgramVerification};
 
 /// Settings shared by the operations.
 #[derive(Clone, Debug, Default)]

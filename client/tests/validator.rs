@@ -676,3 +676,50 @@ fn close_returns_every_lamport_to_the_destination() {
     // The payer paid the rent that went to the destination, and one fee per transaction.
     run.assert_spent(held);
 }
+
+/// `client verify-program` against the program the validator loaded from
+/// target/deploy/curta_program.so: the deployed executable (read through the loader the
+/// validator used) hashes, without trailing zeros, to the file's sha2 digest computed here; a
+/// local binary with one byte changed is reported as different, with a non-zero exit.
+#[test]
+#[ignore = "needs solana-test-validator: scripts/test-validator"]
+fn verify_program_compares_the_deployed_binary_with_the_local_build() {
+    use sha2::Digest;
+    let run = Run::start(19_500, "verify-program");
+    let so = repo().join("target/deploy/curta_program.so");
+    let elf = std::fs::read(&so).unwrap();
+    let end = elf.iter().rposition(|&b| b != 0).unwrap() + 1;
+    let expected = hex(&sha2::Sha256::digest(&elf[..end]));
+    let id = run.validator.program_id.to_string();
+    let so_arg = so.display().to_string();
+    let report = run.client_json(&["verify-program", &id, "--so", &so_arg]);
+    assert_eq!(report["matches"], true, "{report}");
+    assert_eq!(report["deployed_hash"], expected);
+    assert_eq!(report["local_hash"], expected);
+    assert_eq!(report["deployed_len"], end);
+    let (_, owner, _) = raw_account(&run.validator.rpc(), &run.validator.program_id).unwrap();
+    let loader = if owner == curta_client::verify_program::UPGRADEABLE_LOADER {
+        "upgradeable loader"
+    } else {
+        assert_eq!(owner, curta_client::verify_program::BPF_LOADER);
+        "BPF loader v2"
+    };
+    assert_eq!(report["loader"], loader);
+
+    let mut tampered = elf.clone();
+    tampered[0x200] ^= 1;
+    let other = run.dir.path().join("tampered.so");
+    std::fs::write(&other, &tampered).unwrap();
+    let args = run.args(&["verify-program", &id, "--so", &other.display().to_string()]);
+    let (ok, out, err) = finish(spawn_client(&args), &args);
+    assert!(!ok, "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["matches"], false);
+    assert_eq!(report["deployed_hash"], expected);
+    assert!(
+        err.contains(&format!(
+            "program {id} is not the local build: deployed {expected}"
+        )),
+        "{err}"
+    );
+}

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 pub mod artifact;
 pub mod chain;
 pub mod config;
+pub mod program;
 pub mod run;
 
 #[derive(Parser, Debug)]
@@ -47,6 +48,9 @@ pub enum Command {
     Run(run::RunArgs),
     /// Teacher-forced evaluation of an artifact: argmax and negative log-likelihood per position
     Perplexity(run::PerplexityArgs),
+    /// Compare the executable deployed at a program id with the local build (sha256 without
+    /// trailing zeros, as solana-verify computes it)
+    VerifyProgram(program::VerifyProgramArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -70,6 +74,7 @@ pub fn main() -> ExitCode {
         Command::Demo => chain::demo(global),
         Command::Run(args) => run::run(args, global),
         Command::Perplexity(args) => run::perplexity_command(args, global),
+        Command::VerifyProgram(args) => program::verify_program(args, global),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,11 +3,11 @@
 //! The engine is written once against [`Transport`]; the two implementations are thin.
 
 mod bank;
-mod program_so;
+pub mod program_so;
 mod rpc;
 
 pub use bank::BankTransport;
-pub use program_so::ProgramSo;
+pub use program_so::{program_hash, ProgramSo};
 pub use rpc::RpcTransport;
 
 use crate::Error;

@@ -9,40 +9,80 @@ use std::path::PathBuf;
 /// The file name every lookup ends in.
 pub const PROGRAM_SO: &str = "curta_program.so";
 
+/// SHA-256 of `elf` without its trailing zero bytes: how a deployed program's executable is
+/// hashed (solana-verify's convention: the ProgramData account's bytes after its 45-byte
+/// header, zero padding removed).
+pub fn program_hash(elf: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let end = elf.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    Sha256::digest(&elf[..end]).into()
+}
+
 /// The BPF loader (v2): the owner solana-program-test gives an ELF it loads.
 const BPF_LOADER: Pubkey = Pubkey::from_str_const("BPFLoader2111111111111111111111111111111111");
 
+mod embedded {
+    // Written by client/build.rs: the binary found at build time, if any.
+    include!(concat!(env!("OUT_DIR"), "/program_so.rs"));
+}
+
 /// A loaded SBF binary of the program.
 pub struct ProgramSo {
+    /// The file it was read from (for an embedded binary: the file the build embedded).
     pub path: PathBuf,
     pub bytes: Vec<u8>,
+    /// Carried in the client binary (client/build.rs), not read at run time.
+    pub embedded: bool,
 }
 
 impl ProgramSo {
-    /// Where the binary is looked for: `$CURTA_PROGRAM_SO` alone when it is set; otherwise, in
-    /// order, `curta_program.so` in `$SBF_OUT_DIR` or `$BPF_OUT_DIR` (cargo build-sbf's
-    /// convention), then this workspace's `target/deploy/` (scripts/build-sbf).
+    /// The files that override the embedded binary: `$CURTA_PROGRAM_SO` alone when it is set;
+    /// otherwise `curta_program.so` in `$SBF_OUT_DIR` or `$BPF_OUT_DIR` (cargo build-sbf's
+    /// convention), when set.
     pub fn candidates() -> Vec<PathBuf> {
         if let Some(path) = std::env::var_os("CURTA_PROGRAM_SO") {
             return vec![PathBuf::from(path)];
         }
-        let mut out = vec![];
-        for var in ["SBF_OUT_DIR", "BPF_OUT_DIR"] {
-            if let Some(dir) = std::env::var_os(var) {
-                out.push(PathBuf::from(dir).join(PROGRAM_SO));
-            }
-        }
-        out.push(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/deploy")
-                .join(PROGRAM_SO),
-        );
-        out
+        ["SBF_OUT_DIR", "BPF_OUT_DIR"]
+            .iter()
+            .filter_map(std::env::var_os)
+            .map(|dir| PathBuf::from(dir).join(PROGRAM_SO))
+            .collect()
     }
 
-    /// The first candidate that exists, read; a clear error naming what to run otherwise.
+    /// The binary the client runs, by one rule: `$CURTA_PROGRAM_SO` when set (it must exist);
+    /// else the first of `$SBF_OUT_DIR`/`$BPF_OUT_DIR` that holds `curta_program.so`; else the
+    /// binary embedded when the client was built (client/build.rs took
+    /// `target/deploy/curta_program.so` of the workspace, or of `$CARGO_TARGET_DIR`). So an
+    /// installed client, or one run from any directory, runs the program it was built with.
     pub fn find() -> Result<ProgramSo, String> {
-        ProgramSo::find_in(&ProgramSo::candidates())
+        let candidates = ProgramSo::candidates();
+        if std::env::var_os("CURTA_PROGRAM_SO").is_some() {
+            return ProgramSo::find_in(&candidates);
+        }
+        if candidates.iter().any(|p| p.is_file()) {
+            return ProgramSo::find_in(&candidates);
+        }
+        ProgramSo::embedded().ok_or_else(|| {
+            let mut looked: Vec<String> =
+                candidates.iter().map(|p| p.display().to_string()).collect();
+            looked.push(format!("at build time {}", embedded::LOOKED_AT));
+            format!(
+                "the Curta program's SBF binary is not built: run scripts/build-sbf, then build \
+                 the client again (it embeds target/deploy/curta_program.so), or set \
+                 CURTA_PROGRAM_SO (looked at {})",
+                looked.join(", ")
+            )
+        })
+    }
+
+    /// The binary embedded at build time, if one existed then.
+    pub fn embedded() -> Option<ProgramSo> {
+        embedded::EMBEDDED.map(|(path, bytes)| ProgramSo {
+            path: PathBuf::from(path),
+            bytes: bytes.to_vec(),
+            embedded: true,
+        })
     }
 
     /// The first of `candidates` that exists, read.
@@ -58,6 +98,7 @@ impl ProgramSo {
         Ok(ProgramSo {
             path: path.canonicalize().unwrap_or_else(|_| path.clone()),
             bytes,
+            embedded: false,
         })
     }
 
@@ -66,10 +107,23 @@ impl ProgramSo {
         crate::artifact::hex(&Sha256::digest(&self.bytes))
     }
 
-    /// "SBF <path> (<size> bytes, sha256 <hash>)", for reports.
+    /// The executable's hash as a deployed program's is computed (solana-verify's convention,
+    /// and `client verify-program`'s): SHA-256 of the ELF without its trailing zero bytes (a
+    /// ProgramData account is zero-padded past the ELF).
+    pub fn program_hash(&self) -> [u8; 32] {
+        program_hash(&self.bytes)
+    }
+
+    /// "SBF <path> (<size> bytes, sha256 <hash>)", or "SBF embedded in the client, built from
+    /// <path> (...)", for reports.
     pub fn describe(&self) -> String {
+        let from = if self.embedded {
+            "embedded in the client, built from "
+        } else {
+            ""
+        };
         format!(
-            "SBF {} ({} bytes, sha256 {})",
+            "SBF {from}{} ({} bytes, sha256 {})",
             self.path.display(),
             self.bytes.len(),
             self.sha256_hex()
