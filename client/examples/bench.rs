@@ -91,7 +91,7 @@ async fn main() {
         names
     };
     println!(
-        "{:<12} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>9} {:>8} {:>9} {:>6}",
+        "{:<12} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>9} {:>8} {:>9} {:>6}  {}",
         "model",
         "bytes",
         "sec",
@@ -103,15 +103,18 @@ async fn main() {
         "client s",
         "tx/s",
         "bare s",
-        "ratio"
+        "ratio",
+        "ratios min..max"
     );
     for name in names {
         let artifact = model(&name);
-        // Machines here are noisy: the median of several runs (one for the large model).
+        // Machines here are noisy: the median of several runs, at least three (seven for the
+        // small models), and the spread of the per-run ratios.
         let runs: usize = std::env::var("BENCH_RUNS")
             .ok()
             .and_then(|r| r.parse().ok())
-            .unwrap_or(if artifact.len() < 5_000_000 { 7 } else { 1 });
+            .unwrap_or(if artifact.len() < 5_000_000 { 7 } else { 3 })
+            .max(3);
         let (mut client_s, mut bare_s, mut last) = (Vec::new(), Vec::new(), None);
         for _ in 0..runs {
             let authority = Keypair::new();
@@ -136,10 +139,22 @@ async fn main() {
             last = Some(report);
         }
         let report = last.expect("at least one run");
+        let mut ratios: Vec<f64> = client_s.iter().zip(&bare_s).map(|(c, b)| c / b).collect();
+        ratios.sort_by(f64::total_cmp);
+        let spread = format!(
+            "{:.2}..{:.2} ({})",
+            ratios[0],
+            ratios[ratios.len() - 1],
+            ratios
+                .iter()
+                .map(|r| format!("{r:.2}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
         let (client, bare) = (median(&mut client_s), median(&mut bare_s));
         let t = &report.tally;
         println!(
-            "{:<12} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>9.3} {:>8.0} {:>9.3} {:>6.2}",
+            "{:<12} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>9.3} {:>8.0} {:>9.3} {:>6.2}  {}",
             name,
             report.artifact_bytes,
             report.sections,
@@ -151,7 +166,8 @@ async fn main() {
             client,
             report.transactions() as f64 / client,
             bare,
-            client / bare
+            client / bare,
+            spread
         );
     }
     let _ = rehearse; // the CLI's `client rehearse` is this same publish on a fresh bank
