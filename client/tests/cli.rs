@@ -131,6 +131,32 @@ fn demo_prints_the_json_report() {
         5000 * json["transactions"]["total"].as_u64().unwrap()
     );
     assert!(json["seconds"].as_f64().unwrap() > 0.0);
+    // The demo ends by running the sealed model: its tokens are curta-core's greedy tokens
+    // after the demo's prompt, run here on the converted file.
+    let a = curta_core::decode(&artifact).unwrap();
+    let mut prompt = vec![0u32; 18];
+    let n = curta_core::infer::encode(a.metadata(), b"Once upon a time", &mut prompt).unwrap();
+    let model = curta_core::infer::Model::from_artifact(&a).unwrap();
+    let mut state = vec![0u8; curta_core::infer::state_len(&model.config())];
+    let greedy = curta_core::infer::Settings::greedy();
+    let mut run =
+        curta_core::infer::Run::start(&mut state, &model, &prompt[..n], 32, greedy).unwrap();
+    let mut tokens = Vec::new();
+    loop {
+        match run.advance(&model, u64::MAX).unwrap() {
+            curta_core::infer::Progress::Token { id, .. } => tokens.push(serde_json::json!(id)),
+            curta_core::infer::Progress::Finished(_) => break,
+            _ => {}
+        }
+    }
+    let prompt: Vec<serde_json::Value> =
+        prompt[..n].iter().map(|&t| serde_json::json!(t)).collect();
+    assert_eq!(
+        json["run"]["prompt_tokens"],
+        serde_json::Value::Array(prompt)
+    );
+    assert_eq!(json["run"]["tokens"], serde_json::Value::Array(tokens));
+    assert_eq!(json["run"]["weights_hash"], json["weights_hash"]);
 }
 
 /// Every key the issue asks of `--output json`, with numbers where numbers belong.
