@@ -12,8 +12,10 @@ use curta_tests::{split_sections, tiny_sections};
 use solana_instruction::Instruction;
 use solana_sdk::signature::{Keypair, Signer};
 
-/// An 18-section artifact (16 layers, the maximum): dimension 64, hidden 256, 8 heads,
-/// vocabulary 512; 1,114,112 matrix weights, over the 1,000,000 that split the layers.
+/// An 18-section artifact (16 layers, the maximum, 114 matrix descriptors): dimension 64,
+/// hidden 256, 8 heads, vocabulary 2,048; 1,179,648 matrix weights, over the 1,000,000 that
+/// split the layers. Section zero is over 65,536 bytes (the tokenizer), so its first chunk is
+/// a full one: chunk 0 at its most, the header check on top of a full chunk's hash.
 fn eighteen_sections() -> Vec<Vec<u8>> {
     let config = Config {
         dim: 64,
@@ -21,7 +23,7 @@ fn eighteen_sections() -> Vec<Vec<u8>> {
         layers: 16,
         heads: 8,
         kv_heads: 8,
-        vocab_size: 512,
+        vocab_size: 2048,
         context_length: 64,
     };
     let artifact = curta_core::convert::convert(
@@ -31,6 +33,11 @@ fn eighteen_sections() -> Vec<Vec<u8>> {
     .expect("converting the synthetic 16-layer checkpoint");
     let sections = split_sections(&artifact);
     assert_eq!(sections.len(), 18);
+    assert!(
+        sections[0].len() > 65_536,
+        "section zero: {}",
+        sections[0].len()
+    );
     sections
 }
 
@@ -81,6 +88,7 @@ async fn compute_units_of_every_instruction() {
             .collect(),
         sections,
         declared,
+        creation: bank.model(&model).await.creation,
     };
     init_one(&mut bank, &p, 0).await;
     let create_and_init = [
@@ -111,7 +119,16 @@ async fn compute_units_of_every_instruction() {
             &[&a],
         )
         .await;
-    let seal0 = |pass| ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, pass);
+    let seal0 = |pass| {
+        ix::start_seal(
+            &PROGRAM,
+            &p.model,
+            &p.weights[0],
+            &p.authority,
+            p.creation,
+            pass,
+        )
+    };
     let chunk0_tiny = table
         .measure(
             &mut bank,
@@ -120,7 +137,7 @@ async fn compute_units_of_every_instruction() {
             &[&a],
         )
         .await;
-    let seal = |chunk| ix::seal(&PROGRAM, &p.model, &p.weights[1], 0, chunk);
+    let seal = |chunk| ix::seal(&PROGRAM, &p.model, &p.weights[1], p.creation, 0, chunk);
     let full = table
         .measure(
             &mut bank,
@@ -147,7 +164,16 @@ async fn compute_units_of_every_instruction() {
     let mut chunk0_18 = 0;
     let (mut reopen, mut close) = (vec![], vec![]);
     for (m, n) in [(&q, 2), (&r, 18)] {
-        let start = |pass| ix::start_seal(&PROGRAM, &m.model, &m.weights[0], &m.authority, pass);
+        let start = |pass| {
+            ix::start_seal(
+                &PROGRAM,
+                &m.model,
+                &m.weights[0],
+                &m.authority,
+                m.creation,
+                pass,
+            )
+        };
         let units = table
             .measure(
                 &mut bank,
