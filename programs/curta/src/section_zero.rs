@@ -201,46 +201,53 @@ pub fn check(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
         min = start + length;
     }
 
-    // The matrix descriptors: the vocabulary's two, then each layer's seven.
+    // The matrix descriptors: the vocabulary's two, then each layer's seven, in one loop over
+    // (section, shape) pairs with no division: each descriptor is five word loads and their
+    // comparisons.
     let shape = |kind: MatrixKind| {
         let (rows, columns) = kind.shape(&c);
-        [columns, rows, row_length(columns)]
+        (columns, rows, row_length(columns))
     };
     let vocabulary = shape(MatrixKind::TokenEmbedding);
     let layer = MatrixKind::LAYER.map(shape);
-    for index in 0..matrices {
-        let (expected, section) = if index < 2 {
-            (vocabulary, 1)
+    let mut index = 0;
+    for group in 0..=c.layers as usize {
+        let (shapes, section): (&[(u32, u32, u32)], usize) = if group == 0 {
+            (&[vocabulary, vocabulary], 1)
         } else {
-            let l = index - 2;
-            (layer[l % 7], if multi { 2 + l / 7 } else { 1 })
+            (&layer, if multi { 1 + group } else { 1 })
         };
-        let at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * index;
-        let found_section = h.u32(at + descriptor::SECTION);
-        if found_section as usize != section {
-            return Err(invalid(
-                "section zero: matrix descriptor section differs (index, found, expected)",
-                [index as u64, found_section as u64, section as u64, 0],
-            ));
-        }
-        for (k, &want) in expected.iter().enumerate() {
-            let byte = at + descriptor::COLUMNS + 4 * k;
-            let found = h.u32(byte);
-            if found != want {
+        let section_length = declared[section] as u64;
+        for &(columns, rows, row_bytes) in shapes {
+            let at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * index;
+            let found = [
+                h.u32(at + descriptor::SECTION),
+                h.u32(at + descriptor::COLUMNS),
+                h.u32(at + descriptor::ROWS),
+                h.u32(at + descriptor::ROW_BYTES),
+            ];
+            let expected = [section as u32, columns, rows, row_bytes];
+            if found != expected {
+                let k = (0..4).find(|&k| found[k] != expected[k]).unwrap_or(0);
                 return Err(invalid(
-                    "section zero: matrix descriptor shape differs (index, header byte, found, expected)",
-                    [index as u64, byte as u64, found as u64, want as u64],
+                    "section zero: matrix descriptor differs (index, header byte, found, expected)",
+                    [
+                        index as u64,
+                        (at + 4 * k) as u64,
+                        found[k] as u64,
+                        expected[k] as u64,
+                    ],
                 ));
             }
-        }
-        let start = h.u64(at + descriptor::OFFSET);
-        let section_length = declared[section] as u64;
-        let end = start.saturating_add(expected[1] as u64 * expected[2] as u64);
-        if start % ALIGNMENT as u64 != 0 || end > section_length {
-            return Err(invalid(
-                "section zero: matrix misaligned or out of its section (index, offset, end, length)",
-                [index as u64, start, end, section_length],
-            ));
+            let start = h.u64(at + descriptor::OFFSET);
+            let end = start.saturating_add(rows as u64 * row_bytes as u64);
+            if start % ALIGNMENT as u64 != 0 || end > section_length {
+                return Err(invalid(
+                    "section zero: matrix misaligned or out of its section (index, offset, end, length)",
+                    [index as u64, start, end, section_length],
+                ));
+            }
+            index += 1;
         }
     }
 
