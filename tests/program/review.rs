@@ -61,8 +61,8 @@ async fn a_stale_start_seal_does_not_land_on_a_recreated_model() {
             old.creation,
             0,
         )],
-        Some(&a.pubkey()),
-        &[&a],
+        Some(&bank.ctx.payer.pubkey()),
+        &[&bank.ctx.payer, &a],
         blockhash,
     );
     let close = ix::close(
