@@ -106,7 +106,7 @@ pub fn check(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
             [bytes.len() as u64, 0, 0, 0],
         ));
     }
-    if bytes.as_ptr() as usize % 8 != 0 {
+    if bytes.as_ptr() as usize & 7 != 0 {
         return Err(invalid("section zero: not 8-byte aligned", [0; 4]));
     }
     let h = Words(bytes.as_ptr());
@@ -241,7 +241,7 @@ pub fn check(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
             }
             let start = h.u64(at + descriptor::OFFSET);
             let end = start.saturating_add(rows as u64 * row_bytes as u64);
-            if start % ALIGNMENT as u64 != 0 || end > section_length {
+            if start & (ALIGNMENT as u64 - 1) != 0 || end > section_length {
                 return Err(invalid(
                     "section zero: matrix misaligned or out of its section (index, offset, end, length)",
                     [index as u64, start, end, section_length],
