@@ -61,6 +61,14 @@ pub fn model_of(authority: &Pubkey, artifact: &[u8]) -> Pubkey {
     curta_program::state::model_address(&curta_program::id(), authority, &hash).0
 }
 
+/// The creation id of the model at `model` (every Seal names it), read from the chain.
+pub async fn creation_of<T: Transport>(t: &T, model: &Pubkey) -> u64 {
+    let account = t.get_accounts(&[*model]).await.unwrap().remove(0);
+    curta_program::state::Model::unpack(&account.expect("the model exists").data)
+        .unwrap()
+        .creation
+}
+
 pub fn lengths(sections: &[Vec<u8>]) -> Vec<usize> {
     sections.iter().map(Vec::len).collect()
 }

@@ -43,3 +43,6 @@ mod compute_units;
 
 #[path = "program/elf.rs"]
 mod elf;
+
+#[path = "program/review.rs"]
+mod review;

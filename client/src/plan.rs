@@ -249,6 +249,7 @@ pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Ite
                         model_address,
                         &model.weights()[section],
                         &model.authority,
+                        model.creation,
                         model.seal_pass,
                     )
                 } else {
@@ -256,6 +257,7 @@ pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Ite
                         program,
                         model_address,
                         &model.weights()[section],
+                        model.creation,
                         model.seal_pass,
                         chunk,
                     )

@@ -273,6 +273,9 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
     }
     let weight = chain.weights.first().map_or(chain.address, |w| w.address);
     let pass = chain.model.as_ref().map_or(0, |m| m.seal_pass + 1);
+    // The model's creation id, or 0 while it does not exist: this item only shapes the fee and
+    // compute estimate; the seals sent are planned from the model on chain (`plan::seals`).
+    let creation = chain.model.as_ref().map_or(0, |m| m.creation);
     Item {
         kind: Kind::Seal,
         instructions: vec![curta_program::instruction::start_seal(
@@ -280,6 +283,7 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
             &chain.address,
             &weight,
             authority,
+            creation,
             pass,
         )],
         subject: Subject::Chunk(0),

@@ -632,7 +632,7 @@ async fn expired_blockhashes_are_signed_again_and_replays_are_harmless() {
         custom_error(send(&run, &[write])),
         CurtaError::SectionFrozen as u32
     );
-    let seal = curta_program::instruction::seal(&program, &model, &raw.weights[0], 0, 1);
+    let seal = curta_program::instruction::seal(&program, &model, &raw.weights[0], 0, 0, 1);
     assert_eq!(
         custom_error(send(&run, &[seal])),
         CurtaError::ModelSealed as u32

@@ -42,8 +42,15 @@ async fn anyone_may_crank_a_seal_the_authority_started() {
     // The authority starts the pass (chunk 0) and stops there.
     let program = curta_program::id();
     let weight0 = curta_program::state::weight_address(&program, &authority.pubkey(), &model, 0);
-    let start =
-        curta_program::instruction::start_seal(&program, &model, &weight0, &authority.pubkey(), 0);
+    let creation = creation_of(&bank, &model).await;
+    let start = curta_program::instruction::start_seal(
+        &program,
+        &model,
+        &weight0,
+        &authority.pubkey(),
+        creation,
+        0,
+    );
     let blockhash = bank.latest_blockhash().await.unwrap().0;
     let tx = Transaction::new_signed_with_payer(
         &[start],

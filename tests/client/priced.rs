@@ -200,6 +200,7 @@ async fn a_refused_write_is_shown_by_its_program_error_name_and_section() {
     let program = curta_program::id();
     let weight0 =
         curta_program::state::weight_address(&program, &authority.pubkey(), &report.model, 0);
+    let creation = creation_of(&bank, &report.model).await;
     let mut engine = Engine::new(&bank, &authority, None, None, Progress::hidden());
     // Chunk 0 starts a seal pass, which freezes section 0 (the seal has hashed into it).
     let start = Item {
@@ -209,6 +210,7 @@ async fn a_refused_write_is_shown_by_its_program_error_name_and_section() {
             &report.model,
             &weight0,
             &authority.pubkey(),
+            creation,
             0,
         )],
         subject: Subject::Chunk(0),

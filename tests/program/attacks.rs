@@ -32,12 +32,26 @@ fn readonly(mut i: Instruction, index: usize) -> Instruction {
 }
 
 fn seal(p: &Published, section: usize, pass: u32, chunk: u32) -> Instruction {
-    ix::seal(&PROGRAM, &p.model, &p.weights[section], pass, chunk)
+    ix::seal(
+        &PROGRAM,
+        &p.model,
+        &p.weights[section],
+        p.creation,
+        pass,
+        chunk,
+    )
 }
 
 /// Chunk 0 of `pass`, with the model's authority signing.
 fn start(p: &Published, section: usize, pass: u32) -> Instruction {
-    ix::start_seal(&PROGRAM, &p.model, &p.weights[section], &p.authority, pass)
+    ix::start_seal(
+        &PROGRAM,
+        &p.model,
+        &p.weights[section],
+        &p.authority,
+        p.creation,
+        pass,
+    )
 }
 
 fn watch(bank: &Bank, models: &[&Published]) -> Vec<Pubkey> {
@@ -365,15 +379,29 @@ async fn seal_attacks() {
         .await;
     // Another model's weight account, the weight accounts swapped, the model as weight account
     // and a weight account as model, read-only accounts.
-    let with_theirs = ix::start_seal(&PROGRAM, &p.model, &q.weights[0], &p.authority, 0);
+    let with_theirs = ix::start_seal(
+        &PROGRAM,
+        &p.model,
+        &q.weights[0],
+        &p.authority,
+        p.creation,
+        0,
+    );
     bank.refused(&[with_theirs], &[&a], 0, err(WrongModel), &w)
         .await;
     bank.refused(&[start(&p, 1, 0)], &[&a], 0, err(WrongSection), &w)
         .await;
-    let model_as_weight = ix::start_seal(&PROGRAM, &p.model, &p.model, &p.authority, 0);
+    let model_as_weight = ix::start_seal(&PROGRAM, &p.model, &p.model, &p.authority, p.creation, 0);
     bank.refused(&[model_as_weight], &[&a], 0, err(NotInitialized), &w)
         .await;
-    let weight_as_model = ix::start_seal(&PROGRAM, &p.weights[0], &p.weights[0], &p.authority, 0);
+    let weight_as_model = ix::start_seal(
+        &PROGRAM,
+        &p.weights[0],
+        &p.weights[0],
+        &p.authority,
+        p.creation,
+        0,
+    );
     bank.refused(&[weight_as_model], &[&a], 0, err(NotAModel), &w)
         .await;
     bank.refused(
@@ -443,11 +471,11 @@ async fn section_zero_checked_at_first_chunk() {
     let a = bank.authority.insecure_clone();
 
     let (_, logs) = bank.send_logged(&[start(&p, 0, 0)], &[&a]).await;
-    let reason = format!(
-        "Program log: section table: section 1 is {} bytes, declared {LEN}",
-        LEN + 8
-    );
-    assert!(logs.contains(&reason), "{logs:#?}");
+    // The reason, then the section, the length found and the declared one (sol_log_64).
+    let reason = "Program log: section table: section length differs from the declared (section, found, declared)";
+    let values = format!("Program log: 0x1, {:#x}, {:#x}, 0x0, 0x0", LEN + 8, LEN);
+    assert!(logs.iter().any(|l| l == reason), "{logs:#?}");
+    assert!(logs.contains(&values), "{logs:#?}");
     bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(SectionTableMismatch), &w)
         .await;
     // The reason is logged.
@@ -895,11 +923,12 @@ async fn section_zero_length_entry_is_a_table_mismatch() {
             err(SectionTableMismatch)
         ))
     );
-    let reason = format!(
-        "Program log: section zero: section zero is {len} bytes, but the section table (byte 136) says {}",
-        len + 8
-    );
-    assert!(logs.contains(&reason), "{logs:#?}");
+    // Section zero's entry, the first that differs from the declared lengths: section 0,
+    // found len + 8, declared len.
+    let reason = "Program log: section table: section length differs from the declared (section, found, declared)";
+    let values = format!("Program log: 0x0, {:#x}, {len:#x}, 0x0, 0x0", len + 8);
+    assert!(logs.iter().any(|l| l == reason), "{logs:#?}");
+    assert!(logs.contains(&values), "{logs:#?}");
     bank.refused(&[start], &[&a], 0, err(SectionTableMismatch), &w)
         .await;
     let model = bank.model(&p.model).await;
@@ -917,7 +946,14 @@ async fn only_the_authority_starts_a_seal_pass() {
     let p = written(&mut bank, tiny_sections(LEN, 16)).await;
     let w = watch(&bank, &[&p]);
     let start = |authority: &Pubkey, pass: u32| {
-        ix::start_seal(&PROGRAM, &p.model, &p.weights[0], authority, pass)
+        ix::start_seal(
+            &PROGRAM,
+            &p.model,
+            &p.weights[0],
+            authority,
+            p.creation,
+            pass,
+        )
     };
 
     for pass in 0..2u32 {

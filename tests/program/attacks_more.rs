@@ -194,7 +194,9 @@ async fn stale_pass_at_a_later_chunk() {
     assert_eq!((model.seal_pass, model.seal_cursor), (1, 2));
 
     let w = p.accounts();
-    let seal = |pass: u32, chunk: u32| ix::seal(&PROGRAM, &p.model, &p.weights[1], pass, chunk);
+    let seal = |pass: u32, chunk: u32| {
+        ix::seal(&PROGRAM, &p.model, &p.weights[1], p.creation, pass, chunk)
+    };
     for (pass, chunk) in [(0, 2), (0, 1), (0, 3), (2, 2), (u32::MAX, 2)] {
         bank.refused(&[seal(pass, chunk)], &[], 0, custom(StalePass), &w)
             .await;
@@ -209,10 +211,10 @@ async fn stale_pass_at_a_later_chunk() {
 }
 
 /// A cranker's queue of pass-0 seals, signed before the authority closed the model (a bad
-/// upload) and re-created it at the same address (same authority, same declared hash, pass 0
-/// again). Landing after the Close, a crank finds no model (WrongOwner); on the re-created
-/// model, one for another chunk than the cursor is UnexpectedChunk and changes nothing, and one
-/// for the cursor's chunk hashes the re-created model's own bytes, as any crank would.
+/// upload) and re-created it at the same address in a later slot (same authority, same
+/// declared hash, pass 0 again). Landing after the Close, a crank finds no model (WrongOwner);
+/// on the re-created model every one of them names the old creation: StaleCreation, nothing
+/// changes, and the new model's own seals seal it.
 #[tokio::test]
 async fn cranks_left_over_from_a_closed_and_recreated_model() {
     let mut bank = Bank::start().await;
@@ -230,7 +232,14 @@ async fn cranks_left_over_from_a_closed_and_recreated_model() {
 
     let blockhash = bank.ctx.banks_client.get_latest_blockhash().await.unwrap();
     let queued = |payer: &Keypair, chunk: u32| {
-        let seal = ix::seal(&PROGRAM, &old.model, &old.weights[1], 0, chunk);
+        let seal = ix::seal(
+            &PROGRAM,
+            &old.model,
+            &old.weights[1],
+            old.creation,
+            0,
+            chunk,
+        );
         Transaction::new_signed_with_payer(&[seal], Some(&payer.pubkey()), &[payer], blockhash)
     };
     let after_close = queued(&m, 2);
@@ -251,30 +260,34 @@ async fn cranks_left_over_from_a_closed_and_recreated_model() {
     );
     assert_eq!(bank.account(&old.model).await, None);
 
+    next_slot(&mut bank).await;
     let new = create(&mut bank, good, Some(declared)).await;
     assert_eq!((new.model, &new.weights), (old.model, &old.weights));
+    assert!(new.creation > old.creation);
     init_all(&mut bank, &new).await;
     write_all(&mut bank, &new, 16).await;
     let before = bank.snapshot(&new.accounts()).await;
     assert_eq!(
         land(&mut bank, while_open).await,
-        refusal(custom(UnexpectedChunk))
+        refusal(custom(StaleCreation))
     );
     assert_eq!(bank.snapshot(&new.accounts()).await, before);
 
     seal_chunk(&mut bank, &new, 0, 0).await.unwrap();
     seal_chunk(&mut bank, &new, 0, 1).await.unwrap();
-    assert_eq!(land(&mut bank, at_cursor).await, Ok(()));
+    let before = bank.snapshot(&new.accounts()).await;
+    assert_eq!(
+        land(&mut bank, at_cursor).await,
+        refusal(custom(StaleCreation))
+    );
+    assert_eq!(bank.snapshot(&new.accounts()).await, before);
     let mut expected = [0u8; 32];
-    for bytes in [
-        &new.sections[0][..],
-        &new.sections[1][..65_536],
-        &new.sections[1][65_536..131_072],
-    ] {
+    for bytes in [&new.sections[0][..], &new.sections[1][..65_536]] {
         expected = sha256_chain_step(&expected, bytes);
     }
     let model = bank.model(&new.model).await;
-    assert_eq!((model.seal_cursor, model.running_hash), (3, expected));
+    assert_eq!((model.seal_cursor, model.running_hash), (2, expected));
+    seal_chunk(&mut bank, &new, 0, 2).await.unwrap();
     seal_chunk(&mut bank, &new, 0, 3).await.unwrap();
     let model = bank.model(&new.model).await;
     assert_eq!(
@@ -325,7 +338,7 @@ async fn every_writable_account_offered_read_only() {
     write_all(&mut bank, &p, 16).await;
     seal_chunk(&mut bank, &p, 0, 0).await.unwrap();
 
-    let crank = ix::seal(&PROGRAM, &p.model, &p.weights[1], 0, 1);
+    let crank = ix::seal(&PROGRAM, &p.model, &p.weights[1], p.creation, 0, 1);
     let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
     let close = ix::close(&PROGRAM, &p.model, &p.authority, &dest, &p.weights);
     let cases = [

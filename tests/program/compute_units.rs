@@ -12,8 +12,10 @@ use curta_tests::{split_sections, tiny_sections};
 use solana_instruction::Instruction;
 use solana_sdk::signature::{Keypair, Signer};
 
-/// An 18-section artifact (16 layers, the maximum): dimension 64, hidden 256, 8 heads,
-/// vocabulary 512; 1,114,112 matrix weights, over the 1,000,000 that split the layers.
+/// An 18-section artifact (16 layers, the maximum, 114 matrix descriptors): dimension 64,
+/// hidden 256, 8 heads, vocabulary 2,048; 1,179,648 matrix weights, over the 1,000,000 that
+/// split the layers. Section zero is over 65,536 bytes (the tokenizer), so its first chunk is
+/// a full one: chunk 0 at its most, the header check on top of a full chunk's hash.
 fn eighteen_sections() -> Vec<Vec<u8>> {
     let config = Config {
         dim: 64,
@@ -21,7 +23,7 @@ fn eighteen_sections() -> Vec<Vec<u8>> {
         layers: 16,
         heads: 8,
         kv_heads: 8,
-        vocab_size: 512,
+        vocab_size: 2048,
         context_length: 64,
     };
     let artifact = curta_core::convert::convert(
@@ -31,6 +33,11 @@ fn eighteen_sections() -> Vec<Vec<u8>> {
     .expect("converting the synthetic 16-layer checkpoint");
     let sections = split_sections(&artifact);
     assert_eq!(sections.len(), 18);
+    assert!(
+        sections[0].len() > 65_536,
+        "section zero: {}",
+        sections[0].len()
+    );
     sections
 }
 
@@ -81,6 +88,7 @@ async fn compute_units_of_every_instruction() {
             .collect(),
         sections,
         declared,
+        creation: bank.model(&model).await.creation,
     };
     init_one(&mut bank, &p, 0).await;
     let create_and_init = [
@@ -111,7 +119,16 @@ async fn compute_units_of_every_instruction() {
             &[&a],
         )
         .await;
-    let seal0 = |pass| ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, pass);
+    let seal0 = |pass| {
+        ix::start_seal(
+            &PROGRAM,
+            &p.model,
+            &p.weights[0],
+            &p.authority,
+            p.creation,
+            pass,
+        )
+    };
     let chunk0_tiny = table
         .measure(
             &mut bank,
@@ -120,7 +137,7 @@ async fn compute_units_of_every_instruction() {
             &[&a],
         )
         .await;
-    let seal = |chunk| ix::seal(&PROGRAM, &p.model, &p.weights[1], 0, chunk);
+    let seal = |chunk| ix::seal(&PROGRAM, &p.model, &p.weights[1], p.creation, 0, chunk);
     let full = table
         .measure(
             &mut bank,
@@ -147,7 +164,16 @@ async fn compute_units_of_every_instruction() {
     let mut chunk0_18 = 0;
     let (mut reopen, mut close) = (vec![], vec![]);
     for (m, n) in [(&q, 2), (&r, 18)] {
-        let start = |pass| ix::start_seal(&PROGRAM, &m.model, &m.weights[0], &m.authority, pass);
+        let start = |pass| {
+            ix::start_seal(
+                &PROGRAM,
+                &m.model,
+                &m.weights[0],
+                &m.authority,
+                m.creation,
+                pass,
+            )
+        };
         let units = table
             .measure(
                 &mut bank,
@@ -192,8 +218,10 @@ async fn compute_units_of_every_instruction() {
 
     let so = curta_tests::program_so();
     println!("\nCompute units in the VM, {}", so.describe());
+    // 126,056 bytes with core::fmt (formatted logs, panic locations); the goal, 65,536, is
+    // missed (docs/program.md).
     assert!(
-        so.bytes.len() < 128 * 1024,
+        so.bytes.len() < 77 * 1024,
         "the binary: {} bytes",
         so.bytes.len()
     );
@@ -203,16 +231,17 @@ async fn compute_units_of_every_instruction() {
     }
 
     // The goals (docs/program.md, where the misses are explained): a Write of 1,019 bytes at
-    // most 1,500 and Close of 18 sections under 200,000 (met); a full-chunk Seal within 2% of
-    // the sol_sha256 floor (85 + 16 + 32,768 = 32,869; at most 33,500) and chunk 0 at most
-    // 40,000 (missed: measured 33,633, and 61,463 / 89,829). The bounds below are the
-    // measures plus a little, so a regression fails here.
+    // most 1,500 and Close of 18 sections under 200,000 (met); a full-chunk Seal at most
+    // 33,300 (the sol_sha256 floor 85 + 16 + 32,768 = 32,869 plus 431; missed: 33,716), chunk
+    // 0 at most 40,000 for every layout (met for 2 sections, 29,088; missed for 18 sections
+    // with a full first chunk, 45,972). The bounds below are the measures plus a little, so a
+    // regression fails here.
     assert!(write <= 1_500, "Write: {write}");
     assert!(close[1] < 200_000, "Close of 18: {}", close[1]);
     assert!((32_869..=34_000).contains(&full), "full-chunk Seal: {full}");
-    assert!(chunk0_tiny <= 64_000, "chunk 0, 2 sections: {chunk0_tiny}");
-    // 89,829 before the core refactor (header.rs), 99,129 after: docs/program.md.
-    assert!(chunk0_18 <= 102_000, "chunk 0, 18 sections: {chunk0_18}");
+    assert!(chunk0_tiny <= 30_000, "chunk 0, 2 sections: {chunk0_tiny}");
+    // 99,129 with curta-core's Metadata::parse_declared (and a shorter first chunk).
+    assert!(chunk0_18 <= 47_000, "chunk 0, 18 sections: {chunk0_18}");
     assert!(last < full, "the short last chunk: {last}");
 
     // The client's limits cover what they are the limit of.

@@ -6,8 +6,9 @@ use object::{Object, ObjectSymbol};
 
 /// The syscalls the program may import (agave's names). Anything else undefined would fail
 /// to load on a cluster.
-const SYSCALLS: [&str; 11] = [
+const SYSCALLS: [&str; 12] = [
     "sol_log_",
+    "sol_log_64_",
     "sol_panic_",
     "sol_sha256",
     "sol_memcpy_",

@@ -245,6 +245,8 @@ pub struct Published {
     pub sections: Vec<Vec<u8>>,
     pub weights: Vec<Pubkey>,
     pub declared: [u8; 32],
+    /// The model's creation id (the slot of its CreateModel), which every Seal names.
+    pub creation: u64,
 }
 
 impl Published {
@@ -302,6 +304,7 @@ pub async fn create_by(
     let weights = (0..sections.len())
         .map(|s| state::weight_address(&PROGRAM, &authority, &model, s as u8))
         .collect();
+    let creation = bank.model(&model).await.creation;
     Published {
         model,
         authority,
@@ -309,6 +312,7 @@ pub async fn create_by(
         sections,
         weights,
         declared,
+        creation,
     }
 }
 
@@ -400,10 +404,17 @@ pub async fn seal_chunk(
 ) -> Result<(), TransactionError> {
     let (s, _) = p.chunks()[chunk as usize];
     if chunk == 0 {
-        let start = ix::start_seal(&PROGRAM, &p.model, &p.weights[s], &p.authority, pass);
+        let start = ix::start_seal(
+            &PROGRAM,
+            &p.model,
+            &p.weights[s],
+            &p.authority,
+            p.creation,
+            pass,
+        );
         bank.send(&[start], &[&p.signer]).await
     } else {
-        let seal = ix::seal(&PROGRAM, &p.model, &p.weights[s], pass, chunk);
+        let seal = ix::seal(&PROGRAM, &p.model, &p.weights[s], p.creation, pass, chunk);
         bank.send(&[seal], &[]).await
     }
 }
@@ -413,4 +424,17 @@ pub async fn seal_all(bank: &mut Bank, p: &Published, pass: u32) {
     for chunk in 0..p.chunks().len() as u32 {
         seal_chunk(bank, p, pass, chunk).await.unwrap();
     }
+}
+
+/// Moves the bank to the next slot (solana-program-test's bank stays in one slot otherwise);
+/// blockhashes of the slot before stay valid.
+pub async fn next_slot(bank: &mut Bank) {
+    let slot = bank
+        .ctx
+        .banks_client
+        .get_sysvar::<solana_sdk::clock::Clock>()
+        .await
+        .unwrap()
+        .slot;
+    bank.ctx.warp_to_slot(slot + 1).unwrap();
 }

@@ -23,6 +23,7 @@ fn every_kind() -> Vec<CurtaInstruction> {
         CurtaInstruction::Seal {
             pass: 2,
             chunk: 161,
+            creation: 0x0102_0304_0506_0708,
         },
         CurtaInstruction::Reopen,
         CurtaInstruction::Close,
@@ -40,10 +41,11 @@ fn wire_bytes_as_documented() {
     assert_eq!(
         CurtaInstruction::Seal {
             pass: 1,
-            chunk: 0x0102
+            chunk: 0x0102,
+            creation: 0x0807_0605_0403_0201,
         }
         .pack(),
-        [3, 1, 0, 0, 0, 2, 1, 0, 0]
+        [3, 1, 0, 0, 0, 2, 1, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]
     );
     assert_eq!(
         CurtaInstruction::InitWeightAccount { section: 5 }.pack(),
@@ -133,7 +135,14 @@ async fn bank_refuses_garbage_truncated_and_over_long_data() {
     let p = written(&mut bank, tiny_sections(10_000, 31)).await;
     let w = p.accounts();
     let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, 8, &[1, 2, 3]);
-    let seal = ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, 0);
+    let seal = ix::start_seal(
+        &PROGRAM,
+        &p.model,
+        &p.weights[0],
+        &p.authority,
+        p.creation,
+        0,
+    );
     let with_data = |i: &Instruction, data: Vec<u8>| Instruction { data, ..i.clone() };
     let bad = InstructionError::InvalidInstructionData;
 

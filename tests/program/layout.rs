@@ -32,9 +32,19 @@ async fn raw_account_bytes() {
     let total = len0.div_ceil(65_536) + 3;
     assert_eq!((u32_at(&d, 112), u32_at(&d, 116)), (0, total));
     assert!(
-        d[120..160].iter().all(|&b| b == 0),
+        d[120..152].iter().all(|&b| b == 0),
         "config unset, then zero padding"
     );
+    // The creation id: the slot of the CreateModel.
+    let creation = u64::from_le_bytes(d[152..160].try_into().unwrap());
+    assert_eq!(creation, p.creation);
+    let clock = bank
+        .ctx
+        .banks_client
+        .get_sysvar::<solana_sdk::clock::Clock>()
+        .await
+        .unwrap();
+    assert_eq!(creation, clock.slot);
     assert_eq!((u32_at(&d, 160), u32_at(&d, 164)), (len0, 140_000));
     assert!(d[168..232].iter().all(|&b| b == 0));
     assert_eq!(&d[232..264], p.weights[0].as_ref());
@@ -64,7 +74,11 @@ async fn raw_account_bytes() {
     );
     let config: Vec<u32> = (0..7).map(|i| u32_at(&d, 120 + 4 * i)).collect();
     assert_eq!(config, curta_tests::TINY_CONFIG);
-    assert!(d[148..160].iter().all(|&b| b == 0));
+    assert!(d[148..152].iter().all(|&b| b == 0));
+    assert_eq!(
+        u64::from_le_bytes(d[152..160].try_into().unwrap()),
+        p.creation
+    );
     assert_eq!(
         bank.account(&p.weights[0]).await.unwrap().data[9],
         1,
@@ -119,6 +133,8 @@ fn error_codes() {
         (28, CurtaError::SealStartNeedsAuthority),
         (29, CurtaError::UnrecognizedWeightAccount),
         (30, CurtaError::SectionZeroTooShort),
+        (31, CurtaError::StaleCreation),
+        (32, CurtaError::ModelTooLarge),
     ];
     for (code, e) in pinned {
         assert_eq!(e as u32, code);
@@ -128,8 +144,8 @@ fn error_codes() {
         assert_eq!(CurtaError::try_from(e as u32), Ok(e));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(CurtaError::ALL.len(), 31);
-    assert_eq!(CurtaError::try_from(31), Err(31));
+    assert_eq!(CurtaError::ALL.len(), 33);
+    assert_eq!(CurtaError::try_from(33), Err(33));
     assert_eq!(CurtaError::try_from(u32::MAX), Err(u32::MAX));
 }
 

@@ -43,7 +43,7 @@ async fn seal_walk(bank: &mut Bank, p: &Published, watch_all: bool) {
                 } else {
                     vec![p.model, p.weights[s], p.weights[x]]
                 };
-                let wrong = ix::seal(&PROGRAM, &p.model, &p.weights[x], 0, i);
+                let wrong = ix::seal(&PROGRAM, &p.model, &p.weights[x], p.creation, 0, i);
                 bank.refused(&[wrong], &[], 0, custom(WrongSection), &w)
                     .await;
             }
@@ -207,7 +207,7 @@ async fn three_sections_one_layer_over_the_threshold() {
     // Pass 1: chunk 1 (section one) with section two's account is WrongSection too.
     let w = p.accounts();
     seal_chunk(&mut bank, &p, 1, 0).await.unwrap();
-    let wrong = ix::seal(&PROGRAM, &p.model, &p.weights[2], 1, 1);
+    let wrong = ix::seal(&PROGRAM, &p.model, &p.weights[2], p.creation, 1, 1);
     bank.refused(&[wrong], &[], 0, custom(WrongSection), &w)
         .await;
     let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
@@ -219,7 +219,7 @@ async fn three_sections_one_layer_over_the_threshold() {
     for (i, &(s, c)) in chunks.iter().enumerate() {
         let i = i as u32;
         if s == 2 && c == 0 {
-            let wrong = ix::seal(&PROGRAM, &p.model, &p.weights[1], 2, i);
+            let wrong = ix::seal(&PROGRAM, &p.model, &p.weights[1], p.creation, 2, i);
             bank.refused(&[wrong], &[], 0, custom(WrongSection), &w)
                 .await;
         }
@@ -279,8 +279,9 @@ async fn a_stranger_cranks_while_the_authority_is_still_writing() {
         write_section(&mut bank, &p, s, 16).await;
     }
     let w = p.accounts();
-    let crank =
-        |s: usize, pass: u32, chunk: u32| ix::seal(&PROGRAM, &p.model, &p.weights[s], pass, chunk);
+    let crank = |s: usize, pass: u32, chunk: u32| {
+        ix::seal(&PROGRAM, &p.model, &p.weights[s], p.creation, pass, chunk)
+    };
 
     // The stranger cannot start the pass, nor crank ahead of it.
     assert_eq!(
@@ -290,7 +291,14 @@ async fn a_stranger_cranks_while_the_authority_is_still_writing() {
             custom(SealStartNeedsAuthority)
         ))
     );
-    let as_authority = ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &m.pubkey(), 0);
+    let as_authority = ix::start_seal(
+        &PROGRAM,
+        &p.model,
+        &p.weights[0],
+        &m.pubkey(),
+        p.creation,
+        0,
+    );
     bank.refused(&[as_authority], &[&m], 0, custom(Unauthorized), &w)
         .await;
     bank.refused(&[crank(1, 0, 1)], &[], 0, custom(UnexpectedChunk), &w)

@@ -41,7 +41,14 @@ async fn mismatch_reopen_repair_reseal() {
     for chunk in 0..rest.len() as u32 {
         seal_chunk(&mut bank, &p, 0, chunk).await.unwrap();
     }
-    let seal = ix::seal(&PROGRAM, &p.model, &p.weights[last.0], 0, rest.len() as u32);
+    let seal = ix::seal(
+        &PROGRAM,
+        &p.model,
+        &p.weights[last.0],
+        p.creation,
+        0,
+        rest.len() as u32,
+    );
     let (result, logs) = bank.send_logged(&[seal], &[]).await;
     result.unwrap();
     // Both hashes are logged, in hex.
@@ -63,7 +70,14 @@ async fn mismatch_reopen_repair_reseal() {
 
     // Mismatch is final for sealing: another seal, a write or an init are refused.
     let watch = p.accounts();
-    let start = ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, 0);
+    let start = ix::start_seal(
+        &PROGRAM,
+        &p.model,
+        &p.weights[0],
+        &p.authority,
+        p.creation,
+        0,
+    );
     bank.refused(&[start], &[&a], 0, custom(CurtaError::WrongState), &watch)
         .await;
     let fix = ix::write(
@@ -108,7 +122,14 @@ async fn mismatch_reopen_repair_reseal() {
 
     bank.send(&[fix], &[&a]).await.unwrap();
     // A seal of the old pass is stale.
-    let stale = ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, 0);
+    let stale = ix::start_seal(
+        &PROGRAM,
+        &p.model,
+        &p.weights[0],
+        &p.authority,
+        p.creation,
+        0,
+    );
     bank.refused(&[stale], &[&a], 0, custom(CurtaError::StalePass), &watch)
         .await;
     seal_all(&mut bank, &p, 1).await;

@@ -66,11 +66,15 @@ pub enum CurtaError {
     UnrecognizedWeightAccount = 29,
     #[error("section zero must hold at least the 4,096-byte header")]
     SectionZeroTooShort = 30,
+    #[error("seal names another creation of the model than the one at this address")]
+    StaleCreation = 31,
+    #[error("the model's accounts would hold more than 66,060,288 bytes: one Reopen or Close transaction could not load them")]
+    ModelTooLarge = 32,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 31] = [
+    pub const ALL: [CurtaError; 33] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -102,6 +106,8 @@ impl CurtaError {
         CurtaError::SealStartNeedsAuthority,
         CurtaError::UnrecognizedWeightAccount,
         CurtaError::SectionZeroTooShort,
+        CurtaError::StaleCreation,
+        CurtaError::ModelTooLarge,
     ];
 }
 

@@ -40,13 +40,18 @@ pub enum InstructionData<'a> {
     /// 1. `[signer]` authority
     Write { offset: u32, bytes: &'a [u8] },
 
-    /// Hashes chunk `chunk` of seal pass `pass` (both must equal the model's). Chunk 0 starts
-    /// the pass and needs the authority; anyone may send the later chunks.
+    /// Hashes chunk `chunk` of seal pass `pass` of the model's creation `creation` (all three
+    /// must equal the model's). Chunk 0 starts the pass and needs the authority; anyone may
+    /// send the later chunks.
     ///
     /// 0. `[writable]` model
     /// 1. `[writable]` weight account of the section the seal cursor is in
     /// 2. `[signer]` authority: only when `chunk` is 0 (no third account otherwise)
-    Seal { pass: u32, chunk: u32 },
+    Seal {
+        pass: u32,
+        chunk: u32,
+        creation: u64,
+    },
 
     /// Returns a Sealing or Mismatch model to Open: unfreezes every section, starts a new pass.
     ///
@@ -95,10 +100,11 @@ impl<'a> InstructionData<'a> {
                 })
             }
             3 => {
-                exact(8)?;
+                exact(16)?;
                 Some(InstructionData::Seal {
                     pass: u32_at(rest, 0),
                     chunk: u32_at(rest, 4),
+                    creation: curta_core::le::u64_at(rest, 8),
                 })
             }
             4 => exact(0).map(|_| InstructionData::Reopen),
@@ -142,6 +148,7 @@ mod host {
         Seal {
             pass: u32,
             chunk: u32,
+            creation: u64,
         },
         Reopen,
         Close,
@@ -170,7 +177,15 @@ mod host {
                         offset,
                         bytes: bytes.to_vec(),
                     },
-                    D::Seal { pass, chunk } => CurtaInstruction::Seal { pass, chunk },
+                    D::Seal {
+                        pass,
+                        chunk,
+                        creation,
+                    } => CurtaInstruction::Seal {
+                        pass,
+                        chunk,
+                        creation,
+                    },
                     D::Reopen => CurtaInstruction::Reopen,
                     D::Close => CurtaInstruction::Close,
                 },
@@ -200,10 +215,15 @@ mod host {
                     out.extend_from_slice(&count(bytes.len()));
                     out.extend_from_slice(bytes);
                 }
-                CurtaInstruction::Seal { pass, chunk } => {
+                CurtaInstruction::Seal {
+                    pass,
+                    chunk,
+                    creation,
+                } => {
                     out.push(3);
                     out.extend_from_slice(&pass.to_le_bytes());
                     out.extend_from_slice(&chunk.to_le_bytes());
+                    out.extend_from_slice(&creation.to_le_bytes());
                 }
                 CurtaInstruction::Reopen => out.push(4),
                 CurtaInstruction::Close => out.push(5),
@@ -284,12 +304,14 @@ mod host {
     }
 
     /// The Seal of chunk `chunk` in its two-account form: model and weight account, no signer.
-    /// For chunk 0, which starts a pass, use `start_seal` (the program refuses this form there
+    /// `creation` and `pass` are the model's (`Model::creation`, `Model::seal_pass`). For
+    /// chunk 0, which starts a pass, use `start_seal` (the program refuses this form there
     /// with `SealStartNeedsAuthority`).
     pub fn seal(
         program_id: &Pubkey,
         model: &Pubkey,
         weight: &Pubkey,
+        creation: u64,
         pass: u32,
         chunk: u32,
     ) -> Instruction {
@@ -299,17 +321,23 @@ mod host {
                 AccountMeta::new(*model, false),
                 AccountMeta::new(*weight, false)
             ],
-            &CurtaInstruction::Seal { pass, chunk },
+            &CurtaInstruction::Seal {
+                pass,
+                chunk,
+                creation,
+            },
         )
     }
 
-    /// The Seal of chunk 0 of pass `pass`, which starts the pass: only the model's authority
-    /// may send it (third account, signer). Later chunks are `seal`, which anyone may send.
+    /// The Seal of chunk 0 of pass `pass` of creation `creation`, which starts the pass: only
+    /// the model's authority may send it (third account, signer). Later chunks are `seal`,
+    /// which anyone may send.
     pub fn start_seal(
         program_id: &Pubkey,
         model: &Pubkey,
         weight: &Pubkey,
         authority: &Pubkey,
+        creation: u64,
         pass: u32,
     ) -> Instruction {
         instruction(
@@ -319,7 +347,11 @@ mod host {
                 AccountMeta::new(*weight, false),
                 AccountMeta::new_readonly(*authority, true),
             ],
-            &CurtaInstruction::Seal { pass, chunk: 0 },
+            &CurtaInstruction::Seal {
+                pass,
+                chunk: 0,
+                creation,
+            },
         )
     }
 

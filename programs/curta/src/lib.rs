@@ -16,6 +16,7 @@ mod entrypoint;
 pub mod error;
 pub mod instruction;
 pub mod processor;
+pub mod section_zero;
 pub mod state;
 
 #[cfg(not(target_os = "solana"))]

@@ -51,7 +51,11 @@ pub fn process_instruction(
         InstructionData::Write { offset, bytes } => {
             process_write(program_id, accounts, offset, bytes)
         }
-        InstructionData::Seal { pass, chunk } => process_seal(program_id, accounts, pass, chunk),
+        InstructionData::Seal {
+            pass,
+            chunk,
+            creation,
+        } => process_seal(program_id, accounts, creation, pass, chunk),
         InstructionData::Reopen => process_reopen(program_id, accounts),
         InstructionData::Close => process_close(program_id, accounts),
     }
@@ -92,6 +96,11 @@ fn process_create_model(
     if (lengths[0] as usize) < curta_core::HEADER_LEN {
         return Err(CurtaError::SectionZeroTooShort.into());
     }
+    // Reopen and Close load every account of the model in one transaction: a model whose
+    // accounts exceed what a transaction may load could be uploaded but never recovered.
+    if crate::state::model_bytes(lengths.iter().copied()) > crate::state::MAX_MODEL_BYTES {
+        return Err(CurtaError::ModelTooLarge.into());
+    }
     let total_chunks = curta_core::total_chunks(lengths);
     let (address, bump) =
         pubkey::try_find_program_address(&[MODEL_SEED, authority.key(), weights_hash], program_id)
@@ -115,20 +124,21 @@ fn process_create_model(
         Seed::from(&bump_seed),
     ];
     let model_signer = [Signer::from(&seeds)];
-    if model_info.lamports() == 0 {
-        system::create_account(authority, model_info, lamports, MODEL_LEN, program_id)
-            .invoke(&model_signer)?;
-    } else {
-        // Someone sent lamports to the address first: top it up, then allocate and assign.
-        let shortfall = lamports.saturating_sub(model_info.lamports());
-        if shortfall > 0 {
-            system::transfer(authority, model_info, shortfall).invoke(&[])?;
-        }
-        system::allocate(model_info, MODEL_LEN).invoke(&model_signer)?;
-        system::assign(model_info, program_id).invoke(&model_signer)?;
+    // Transfer the rent (or its shortfall, if someone sent lamports to the address first),
+    // then allocate and assign: one path whether the address was funded or not.
+    let shortfall = lamports.saturating_sub(model_info.lamports());
+    let calls = [
+        system::transfer(authority, model_info, shortfall),
+        system::allocate(model_info, authority, MODEL_LEN),
+        system::assign(model_info, authority, program_id),
+    ];
+    // One CPI site for the three (the model's signature is harmless to the transfer).
+    for call in &calls[if shortfall > 0 { 0 } else { 1 }..] {
+        call.invoke(&model_signer)?;
     }
     ModelAccount::create(
         &mut model_info.try_borrow_mut_data()?,
+        creation_slot()?,
         bump,
         authority.key(),
         weights_hash,
@@ -221,6 +231,7 @@ fn process_write(
 fn process_seal(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
+    creation: u64,
     pass: u32,
     chunk: u32,
 ) -> ProgramResult {
@@ -246,6 +257,11 @@ fn process_seal(
     // bound outside Open: only an Open model can lack one.
     if model.state() == ModelState::Open && !model.all_weights_bound() {
         return Err(CurtaError::WeightAccountsMissing.into());
+    }
+    // A Seal signed for an earlier model at this address (closed, then created again) names
+    // that model's creation: it is refused before it can start or move a pass of this one.
+    if creation != model.creation() {
+        return Err(CurtaError::StaleCreation.into());
     }
     if pass != model.seal_pass() {
         return Err(CurtaError::StalePass.into());
@@ -287,7 +303,7 @@ fn process_seal(
 }
 
 /// Chunk 0: section zero's header must be valid and its section table the declared lengths
-/// (curta-core's check); its config is stored and the model is Sealing.
+/// (`section_zero::check`, the reason logged); its config is stored and the model is Sealing.
 #[inline(always)]
 fn begin_pass(model: &mut ModelAccount, section_zero: &[u8]) -> ProgramResult {
     let mut declared = [0u32; MAX_SECTIONS];
@@ -295,16 +311,14 @@ fn begin_pass(model: &mut ModelAccount, section_zero: &[u8]) -> ProgramResult {
     for (slot, length) in declared.iter_mut().zip(model.sections()) {
         *slot = length;
     }
-    let metadata =
-        curta_core::Metadata::parse_declared(section_zero, &declared[..count]).map_err(|e| {
-            log(format_args!("{e}"));
-            if e.is_table_mismatch() {
-                CurtaError::SectionTableMismatch
-            } else {
-                CurtaError::InvalidSectionZero
-            }
+    let config =
+        crate::section_zero::check(section_zero, &declared[..count]).map_err(|refusal| {
+            pinocchio::log::sol_log(refusal.reason);
+            let [a, b, c, d] = refusal.values;
+            pinocchio::log::sol_log_64(a, b, c, d, 0);
+            refusal.error
         })?;
-    model.set_config(&metadata.config());
+    model.set_config(&config);
     model.set_state(ModelState::Sealing);
     Ok(())
 }
@@ -317,17 +331,16 @@ fn hash_chunk(model: &mut ModelAccount, chunk: &[u8]) {
     let cursor = model.seal_cursor() + 1;
     model.set_seal_cursor(cursor);
     if cursor == model.total_chunks() {
-        let running = *model.running_hash();
         if same_address(model.running_hash(), model.weights_hash()) {
             model.set_state(ModelState::Sealed);
-            log(format_args!("sealed: weights hash {}", Hex(&running)));
+            log_hashes(b"sealed: weights hash ", model.running_hash(), None);
         } else {
             model.set_state(ModelState::Mismatch);
-            log(format_args!(
-                "mismatch: declared weights hash {}, computed {}",
-                Hex(model.weights_hash()),
-                Hex(&running)
-            ));
+            log_hashes(
+                b"mismatch: declared weights hash ",
+                model.weights_hash(),
+                Some((b", computed ", model.running_hash())),
+            );
         }
     }
 }
@@ -520,6 +533,14 @@ fn weight_address(
     pubkey::create_with_seed(authority, &weight_seed_bytes(model, section), program_id)
 }
 
+/// The creation id of a model created now: the current slot (Clock sysvar). A model closed
+/// and created again at its address in a later slot gets another id.
+#[inline(always)]
+fn creation_slot() -> Result<u64, ProgramError> {
+    use pinocchio::sysvars::{clock::Clock, Sysvar};
+    Ok(Clock::get()?.slot)
+}
+
 /// The rent-exempt minimum for `len` bytes, from the rent sysvar, in integers: the exemption
 /// threshold is 2 years (or 1 under SIMD-0194); any other value is refused rather than computed
 /// with floating point, which SBF lacks.
@@ -556,47 +577,35 @@ fn chain_in_place(running: &mut [u8; 32], chunk: &[u8]) {
     }
 }
 
-/// Logs one formatted line (at most 256 bytes) without allocating.
-fn log(args: core::fmt::Arguments) {
-    struct Line {
-        buf: [u8; 256],
-        len: usize,
+/// Logs `first` and the lower-case hex of `hash`, then optionally a second label and hash, as
+/// one line: no formatting machinery (core::fmt) in the binary.
+#[inline(always)]
+fn log_hashes(first: &[u8], hash: &[u8; 32], second: Option<(&[u8], &[u8; 32])>) {
+    let mut line = [0u8; 192];
+    let mut len = append(&mut line, 0, first);
+    len = append_hex(&mut line, len, hash);
+    if let Some((label, hash)) = second {
+        len = append(&mut line, len, label);
+        len = append_hex(&mut line, len, hash);
     }
-    impl core::fmt::Write for Line {
-        fn write_str(&mut self, s: &str) -> core::fmt::Result {
-            let n = s.len().min(self.buf.len() - self.len);
-            self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-            self.len += n;
-            Ok(())
-        }
-    }
-    let mut line = Line {
-        buf: [0; 256],
-        len: 0,
-    };
-    let _ = core::fmt::Write::write_fmt(&mut line, args);
-    let text = &line.buf[..line.len];
-    // A line cut inside a character keeps its valid prefix.
-    let valid = match core::str::from_utf8(text) {
-        Ok(s) => s,
-        Err(e) => core::str::from_utf8(&text[..e.valid_up_to()]).unwrap_or_default(),
-    };
-    pinocchio::log::sol_log(valid);
+    // SAFETY: the labels are ASCII and so are the digits.
+    pinocchio::log::sol_log(unsafe { core::str::from_utf8_unchecked(&line[..len]) });
 }
 
-/// Lower-case hex of a hash, for the log (table-driven: one write per hash).
-struct Hex<'a>(&'a [u8; 32]);
+#[inline(always)]
+fn append(line: &mut [u8; 192], at: usize, bytes: &[u8]) -> usize {
+    line[at..at + bytes.len()].copy_from_slice(bytes);
+    at + bytes.len()
+}
 
-impl core::fmt::Display for Hex<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut out = [0u8; 64];
-        for (i, byte) in self.0.iter().enumerate() {
-            out[2 * i] = DIGITS[(byte >> 4) as usize];
-            out[2 * i + 1] = DIGITS[(byte & 15) as usize];
-        }
-        f.write_str(core::str::from_utf8(&out).unwrap_or_default())
+#[inline(always)]
+fn append_hex(line: &mut [u8; 192], at: usize, hash: &[u8; 32]) -> usize {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, byte) in hash.iter().enumerate() {
+        line[at + 2 * i] = DIGITS[(byte >> 4) as usize];
+        line[at + 2 * i + 1] = DIGITS[(byte & 15) as usize];
     }
+    at + 64
 }
 
 /// The system program instructions the program invokes (the system program's bincode layout:
@@ -604,90 +613,83 @@ impl core::fmt::Display for Hex<'_> {
 mod system {
     use super::*;
 
-    pub struct Call<'a, const N: usize> {
-        accounts: [&'a AccountInfo; N],
-        metas: [AccountMeta<'a>; N],
+    /// One system program instruction: its accounts (the first `metas` of them are the
+    /// instruction's; a second account info may ride along unused) and its data. One type for
+    /// every call, so the program has one copy of the CPI.
+    pub struct Call<'a> {
+        accounts: [&'a AccountInfo; 2],
+        metas: [AccountMeta<'a>; 2],
+        count: usize,
         data: [u8; 52],
         len: usize,
     }
 
-    impl<const N: usize> Call<'_, N> {
+    impl Call<'_> {
         #[inline(always)]
         pub fn invoke(&self, signers: &[Signer]) -> ProgramResult {
             let instruction = Instruction {
                 program_id: &SYSTEM_PROGRAM,
-                accounts: &self.metas,
+                accounts: &self.metas[..self.count],
                 data: &self.data[..self.len],
             };
             pinocchio::cpi::invoke_signed(&instruction, &self.accounts, signers)
         }
     }
 
-    fn encode(tag: u32, fields: &[&[u8]]) -> ([u8; 52], usize) {
+    fn encode(tag: u32, field: &[u8]) -> ([u8; 52], usize) {
         let mut data = [0u8; 52];
         data[..4].copy_from_slice(&tag.to_le_bytes());
-        let mut len = 4;
-        for field in fields {
-            data[len..len + field.len()].copy_from_slice(field);
-            len += field.len();
-        }
-        (data, len)
+        data[4..4 + field.len()].copy_from_slice(field);
+        (data, 4 + field.len())
     }
 
-    pub fn create_account<'a>(
-        from: &'a AccountInfo,
-        to: &'a AccountInfo,
-        lamports: u64,
-        space: usize,
-        owner: &Pubkey,
-    ) -> Call<'a, 2> {
-        let (data, len) = encode(
-            0,
-            &[
-                &lamports.to_le_bytes(),
-                &(space as u64).to_le_bytes(),
-                owner,
-            ],
-        );
-        Call {
-            accounts: [from, to],
-            metas: [
-                AccountMeta::writable_signer(from.key()),
-                AccountMeta::writable_signer(to.key()),
-            ],
-            data,
-            len,
-        }
-    }
-
-    pub fn transfer<'a>(from: &'a AccountInfo, to: &'a AccountInfo, lamports: u64) -> Call<'a, 2> {
-        let (data, len) = encode(2, &[&lamports.to_le_bytes()]);
+    pub fn transfer<'a>(from: &'a AccountInfo, to: &'a AccountInfo, lamports: u64) -> Call<'a> {
+        let (data, len) = encode(2, &lamports.to_le_bytes());
         Call {
             accounts: [from, to],
             metas: [
                 AccountMeta::writable_signer(from.key()),
                 AccountMeta::writable(to.key()),
             ],
+            count: 2,
             data,
             len,
         }
     }
 
-    pub fn allocate(account: &AccountInfo, space: usize) -> Call<'_, 1> {
-        let (data, len) = encode(8, &[&(space as u64).to_le_bytes()]);
+    /// `allocate(account, space)`; `payer` rides along.
+    pub fn allocate<'a>(
+        account: &'a AccountInfo,
+        payer: &'a AccountInfo,
+        space: usize,
+    ) -> Call<'a> {
+        let (data, len) = encode(8, &(space as u64).to_le_bytes());
         Call {
-            accounts: [account],
-            metas: [AccountMeta::writable_signer(account.key())],
+            accounts: [account, payer],
+            metas: [
+                AccountMeta::writable_signer(account.key()),
+                AccountMeta::readonly(payer.key()),
+            ],
+            count: 1,
             data,
             len,
         }
     }
 
-    pub fn assign<'a>(account: &'a AccountInfo, owner: &Pubkey) -> Call<'a, 1> {
-        let (data, len) = encode(1, &[owner]);
+    /// `assign(account, owner)`; `payer` rides along.
+    pub fn assign<'a>(
+        account: &'a AccountInfo,
+        payer: &'a AccountInfo,
+        owner: &Pubkey,
+    ) -> Call<'a> {
+        let (data, len) = encode(1, owner);
         Call {
-            accounts: [account],
-            metas: [AccountMeta::writable_signer(account.key())],
+            accounts: [account, payer],
+            metas: [
+                AccountMeta::writable_signer(account.key()),
+                AccountMeta::readonly(payer.key()),
+            ],
+            count: 1,
             data,
             len,
         }

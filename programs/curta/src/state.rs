@@ -23,6 +23,27 @@ pub const MAX_WEIGHT_ACCOUNT_LEN: usize = 10_485_760;
 pub const MAX_SECTIONS: usize = 18;
 /// Fewest sections a model has.
 pub const MIN_SECTIONS: usize = 2;
+/// Solana's limit on the account data one transaction loads (64 MiB, counting every account
+/// of the transaction, its program's executable included).
+pub const MAX_LOADED_ACCOUNTS_BYTES: u64 = 64 * 1024 * 1024;
+/// What a model's accounts may hold together (the model's 808 bytes and every weight account's
+/// 2,048 + its section's length): 64 MiB less 1 MiB left for the rest of a Close transaction
+/// (its fee payer, authority and destination, the program's executable, a compute-budget
+/// instruction, and the 64 bytes the runtime counts per account). Reopen and Close take every
+/// weight account in one instruction, so CreateModel refuses a model over this
+/// (`ModelTooLarge`): its rent could never be recovered.
+pub const MAX_MODEL_BYTES: u64 = MAX_LOADED_ACCOUNTS_BYTES - 1024 * 1024;
+
+/// The data the accounts of a model with these section lengths hold together: the model's 808
+/// bytes plus 2,048 + the length for each section.
+pub fn model_bytes(lengths: impl IntoIterator<Item = u32>) -> u64 {
+    lengths
+        .into_iter()
+        .map(|length| WEIGHT_HEADER_LEN as u64 + length as u64)
+        .sum::<u64>()
+        + MODEL_LEN as u64
+}
+
 /// Length of a weight account's seed: "curta-" + 2 digits + "-" + 20 hex digits.
 pub const WEIGHT_SEED_LEN: usize = 29;
 
@@ -50,6 +71,8 @@ pub mod model_field {
     pub const SEAL_CURSOR: usize = 112;
     pub const TOTAL_CHUNKS: usize = 116;
     pub const CONFIG: usize = 120;
+    /// The creation id (u64): the slot of the CreateModel that made this model.
+    pub const CREATION: usize = 152;
     pub const SECTION_LENGTHS: usize = 160;
     pub const WEIGHT_ACCOUNTS: usize = 232;
 }
@@ -129,6 +152,41 @@ fn array_at<const N: usize>(data: &[u8], offset: usize) -> &[u8; N] {
         .expect("field inside the checked layout")
 }
 
+/// The little-endian u32 at `at` (a multiple of 4): one word load where the bytes are 4-byte
+/// aligned (account data is 8-byte aligned on chain), byte-wise elsewhere.
+#[inline(always)]
+fn word32(data: &[u8], at: usize) -> u32 {
+    let bytes = &data[at..at + 4];
+    if bytes.as_ptr() as usize & 3 == 0 {
+        // SAFETY: 4 readable bytes at a 4-byte aligned address.
+        return u32::from_le(unsafe { (bytes.as_ptr() as *const u32).read() });
+    }
+    u32_at(bytes, 0)
+}
+
+/// The little-endian u64 at `at` (a multiple of 8), as `word32`.
+#[inline(always)]
+fn word64(data: &[u8], at: usize) -> u64 {
+    let bytes = &data[at..at + 8];
+    if bytes.as_ptr() as usize & 7 == 0 {
+        // SAFETY: 8 readable bytes at an 8-byte aligned address.
+        return u64::from_le(unsafe { (bytes.as_ptr() as *const u64).read() });
+    }
+    curta_core::le::u64_at(bytes, 0)
+}
+
+/// Writes `value` little-endian at `at` (a multiple of 4), as `word32` reads it.
+#[inline(always)]
+fn put32(data: &mut [u8], at: usize, value: u32) {
+    let bytes = &mut data[at..at + 4];
+    if bytes.as_ptr() as usize & 3 == 0 {
+        // SAFETY: 4 writable bytes at a 4-byte aligned address.
+        unsafe { (bytes.as_mut_ptr() as *mut u32).write(value.to_le()) };
+    } else {
+        bytes.copy_from_slice(&value.to_le_bytes());
+    }
+}
+
 fn put(dst: &mut [u8], offset: usize, bytes: &[u8]) {
     dst[offset..offset + bytes.len()].copy_from_slice(bytes);
 }
@@ -138,7 +196,7 @@ fn put(dst: &mut [u8], offset: usize, bytes: &[u8]) {
 pub fn check_model(data: &[u8]) -> Result<ModelState, CurtaError> {
     use model_field as f;
     if data.len() != MODEL_LEN
-        || *array_at::<8>(data, f::MAGIC) != MODEL_MAGIC
+        || word64(data, f::MAGIC) != u64::from_le_bytes(MODEL_MAGIC)
         || data[f::VERSION] != LAYOUT_VERSION
         || !(MIN_SECTIONS..=MAX_SECTIONS).contains(&(data[f::SECTION_COUNT] as usize))
     {
@@ -162,7 +220,8 @@ pub fn locate_chunk(sections: impl IntoIterator<Item = u32>, cursor: u32) -> Opt
 
 /// A model account's data, checked once and then read and written in place.
 pub struct ModelAccount<'a> {
-    data: &'a mut [u8],
+    /// Exactly MODEL_LEN bytes: every fixed offset is in bounds without a check.
+    data: &'a mut [u8; MODEL_LEN],
     state: ModelState,
 }
 
@@ -170,14 +229,16 @@ impl<'a> ModelAccount<'a> {
     /// The model in `data` (see [`check_model`]).
     pub fn new(data: &'a mut [u8]) -> Result<Self, CurtaError> {
         let state = check_model(data)?;
+        let data = data.try_into().map_err(|_| CurtaError::NotAModel)?;
         Ok(ModelAccount { data, state })
     }
 
     /// Lays out a new model in `data` (MODEL_LEN zero bytes): state Open, pass 0, cursor 0,
-    /// running hash and config zero. `section_lengths` is the little-endian u32 table of the
-    /// instruction data, already checked.
+    /// running hash and config zero, creation id `creation`. `section_lengths` is the
+    /// little-endian u32 table of the instruction data, already checked.
     pub fn create(
         data: &'a mut [u8],
+        creation: u64,
         bump: u8,
         authority: &Address,
         weights_hash: &Address,
@@ -197,6 +258,7 @@ impl<'a> ModelAccount<'a> {
         put(data, f::AUTHORITY, authority);
         put(data, f::WEIGHTS_HASH, weights_hash);
         put(data, f::TOTAL_CHUNKS, &total_chunks.to_le_bytes());
+        put(data, f::CREATION, &creation.to_le_bytes());
         put(data, f::SECTION_LENGTHS, section_lengths);
         ModelAccount::new(data)
     }
@@ -215,7 +277,14 @@ impl<'a> ModelAccount<'a> {
     }
 
     pub fn seal_pass(&self) -> u32 {
-        u32_at(self.data, model_field::SEAL_PASS)
+        word32(self.data, model_field::SEAL_PASS)
+    }
+
+    /// The creation id: the slot of the CreateModel that made the model. Every Seal names it,
+    /// so a Seal signed for an earlier model at this address (closed, then created again in a
+    /// later slot) is refused.
+    pub fn creation(&self) -> u64 {
+        word64(self.data, model_field::CREATION)
     }
 
     pub fn authority(&self) -> &Address {
@@ -231,15 +300,15 @@ impl<'a> ModelAccount<'a> {
     }
 
     pub fn seal_cursor(&self) -> u32 {
-        u32_at(self.data, model_field::SEAL_CURSOR)
+        word32(self.data, model_field::SEAL_CURSOR)
     }
 
     pub fn total_chunks(&self) -> u32 {
-        u32_at(self.data, model_field::TOTAL_CHUNKS)
+        word32(self.data, model_field::TOTAL_CHUNKS)
     }
 
     pub fn section_length(&self, section: usize) -> u32 {
-        u32_at(self.data, model_field::SECTION_LENGTHS + 4 * section)
+        word32(self.data, model_field::SECTION_LENGTHS + 4 * section)
     }
 
     /// The declared lengths of the model's sections.
@@ -273,26 +342,18 @@ impl<'a> ModelAccount<'a> {
     }
 
     pub fn set_seal_cursor(&mut self, seal_cursor: u32) {
-        put(
-            self.data,
-            model_field::SEAL_CURSOR,
-            &seal_cursor.to_le_bytes(),
-        );
+        put32(self.data, model_field::SEAL_CURSOR, seal_cursor);
     }
 
     /// The seal chain so far: running hash and cursor.
     pub fn set_chain(&mut self, running_hash: &Address, seal_cursor: u32) {
         put(self.data, model_field::RUNNING_HASH, running_hash);
-        put(
-            self.data,
-            model_field::SEAL_CURSOR,
-            &seal_cursor.to_le_bytes(),
-        );
+        put32(self.data, model_field::SEAL_CURSOR, seal_cursor);
     }
 
     pub fn set_config(&mut self, config: &Config) {
         for (i, value) in config.fields().iter().enumerate() {
-            put(self.data, model_field::CONFIG + 4 * i, &value.to_le_bytes());
+            put32(self.data, model_field::CONFIG + 4 * i, *value);
         }
     }
 
@@ -302,7 +363,7 @@ impl<'a> ModelAccount<'a> {
             .seal_pass()
             .checked_add(1)
             .ok_or(CurtaError::Overflow)?;
-        put(self.data, model_field::SEAL_PASS, &pass.to_le_bytes());
+        put32(self.data, model_field::SEAL_PASS, pass);
         self.set_chain(&[0; 32], 0);
         self.set_config(&Config::default());
         self.set_state(ModelState::Open);
@@ -327,13 +388,13 @@ impl<'a> WeightFields<'a> {
     pub fn parse(data: &'a [u8]) -> Result<Self, CurtaError> {
         use weight_field as f;
         if data.len() < WEIGHT_HEADER_LEN
-            || *array_at::<8>(data, f::MAGIC) != WEIGHT_MAGIC
+            || word64(data, f::MAGIC) != u64::from_le_bytes(WEIGHT_MAGIC)
             || data[f::VERSION] != LAYOUT_VERSION
             || data[f::FROZEN] > 1
         {
             return Err(CurtaError::NotInitialized);
         }
-        let length = u32_at(data, f::LENGTH);
+        let length = word32(data, f::LENGTH);
         if data.len() != WEIGHT_HEADER_LEN + length as usize {
             return Err(CurtaError::NotInitialized);
         }
@@ -433,6 +494,8 @@ mod host {
         pub bump: u8,
         pub section_count: u8,
         pub seal_pass: u32,
+        /// The slot of the CreateModel that made the model (every Seal names it).
+        pub creation: u64,
         pub authority: Pubkey,
         pub weights_hash: [u8; 32],
         pub running_hash: [u8; 32],
@@ -454,6 +517,7 @@ mod host {
                 bump: data[f::BUMP],
                 section_count: data[f::SECTION_COUNT],
                 seal_pass: u32_at(data, f::SEAL_PASS),
+                creation: curta_core::le::u64_at(data, f::CREATION),
                 authority: address(f::AUTHORITY),
                 weights_hash: *array_at(data, f::WEIGHTS_HASH),
                 running_hash: *array_at(data, f::RUNNING_HASH),
@@ -483,6 +547,7 @@ mod host {
             put(dst, f::RUNNING_HASH, &self.running_hash);
             put(dst, f::SEAL_CURSOR, &self.seal_cursor.to_le_bytes());
             put(dst, f::TOTAL_CHUNKS, &self.total_chunks.to_le_bytes());
+            put(dst, f::CREATION, &self.creation.to_le_bytes());
             for (i, value) in self.config.fields().iter().enumerate() {
                 put(dst, f::CONFIG + 4 * i, &value.to_le_bytes());
             }
@@ -582,6 +647,36 @@ mod host {
                 &key.to_bytes(),
             )
         }
+    }
+
+    /// A consumer's check before it relies on a sealed model: the account at `address` is
+    /// owned by the program (`WrongOwner`), is a model (`NotAModel`), is Sealed (`WrongState`,
+    /// or the state rule's error) and `address` is the PDA of the expected authority and
+    /// weights hash (`ModelAddressMismatch`). The address is what binds a model to (authority,
+    /// hash): anyone can publish and seal the same artifact under their own authority, and
+    /// such a model is Sealed with the same hash and config, at another address.
+    pub fn trusted_sealed_model(
+        program_id: &Pubkey,
+        address: &Pubkey,
+        owner: &Pubkey,
+        data: &[u8],
+        authority: &Pubkey,
+        weights_hash: &[u8; 32],
+    ) -> Result<Model, CurtaError> {
+        if owner != program_id {
+            return Err(CurtaError::WrongOwner);
+        }
+        let model = Model::unpack(data).map_err(|_| CurtaError::NotAModel)?;
+        if model.state != ModelState::Sealed {
+            return Err(CurtaError::WrongState);
+        }
+        if *address != model_address(program_id, authority, weights_hash).0
+            || model.authority != *authority
+            || model.weights_hash != *weights_hash
+        {
+            return Err(CurtaError::ModelAddressMismatch);
+        }
+        Ok(model)
     }
 
     /// The model PDA and its bump: seeds [b"model", authority, weights hash].
