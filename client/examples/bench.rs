@@ -91,7 +91,7 @@ async fn main() {
         names
     };
     println!(
-        "{:<12} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>9} {:>8} {:>9} {:>6}  {}",
+        "{:<12} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>9} {:>8} {:>9} {:>6}  ratios min..max",
         "model",
         "bytes",
         "sec",
@@ -103,8 +103,7 @@ async fn main() {
         "client s",
         "tx/s",
         "bare s",
-        "ratio",
-        "ratios min..max"
+        "ratio"
     );
     for name in names {
         let artifact = model(&name);
