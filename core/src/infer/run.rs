@@ -141,6 +141,23 @@ fn check_tokens(tokens: &[u32], vocab: u32) -> Result<(), RunError> {
     }
 }
 
+/// The model's configuration and state layout, and the first `layout.len` bytes of `state`
+/// (`StateTooSmall` when it is shorter).
+fn sized<'s>(
+    state: &'s mut [u8],
+    model: &Model,
+) -> Result<(Config, StateLayout, &'s mut [u8]), RunError> {
+    let config = model.config();
+    let layout = StateLayout::new(&config);
+    if state.len() < layout.len {
+        return Err(RunError::StateTooSmall {
+            len: state.len(),
+            needed: layout.len,
+        });
+    }
+    Ok((config, layout, &mut state[..layout.len]))
+}
+
 impl Settings {
     /// The ranges of docs/inference.md: temperature 0 to 16, top-p above 0 up to 1, a seed
     /// other than 0 when sampling.
@@ -169,15 +186,7 @@ impl<'s> Run<'s> {
         steps: u32,
         settings: &Settings,
     ) -> Result<Run<'s>, RunError> {
-        let config = model.config();
-        let layout = StateLayout::new(&config);
-        if state.len() < layout.len {
-            return Err(RunError::StateTooSmall {
-                len: state.len(),
-                needed: layout.len,
-            });
-        }
-        let state = &mut state[..layout.len];
+        let (config, layout, state) = sized(state, model)?;
         state.fill(0);
         state[..8].copy_from_slice(&STATE_TAG);
         for (i, f) in config.fields().into_iter().enumerate() {
@@ -257,15 +266,7 @@ impl<'s> Run<'s> {
     /// A run resumed from its bytes: the tag, the model's configuration and every header
     /// field's range are checked, so that advancing cannot read outside the state.
     pub fn resume(state: &'s mut [u8], model: &Model) -> Result<Run<'s>, RunError> {
-        let config = model.config();
-        let layout = StateLayout::new(&config);
-        if state.len() < layout.len {
-            return Err(RunError::StateTooSmall {
-                len: state.len(),
-                needed: layout.len,
-            });
-        }
-        let state = &mut state[..layout.len];
+        let (config, layout, state) = sized(state, model)?;
         if state[..8] != STATE_TAG {
             return Err(RunError::NotAState);
         }
