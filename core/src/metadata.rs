@@ -222,6 +222,24 @@ impl<'a> Metadata<'a> {
         Ok(())
     }
 
+    /// Section zero of a sealed model, read without its checks: the program's seal checked it
+    /// with the rules of [`Metadata::parse`] (section_zero::check) before the weights hash
+    /// proved these bytes, so a run on chain does not pay for them at every step. Every
+    /// accessor still slices within `bytes`: a wrong section zero can make a reader panic,
+    /// never read outside it. Too short for the header is `None`.
+    pub fn sealed(bytes: &'a [u8]) -> Option<Self> {
+        if bytes.len() < HEADER_LEN {
+            return None;
+        }
+        let header = Header::read(bytes);
+        Some(Metadata {
+            bytes,
+            config: header.config,
+            blocks: header.blocks,
+            section_count: (header.section_count as usize).min(MAX_SECTIONS),
+        })
+    }
+
     /// The bytes of section zero this view reads.
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes

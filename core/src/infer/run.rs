@@ -428,6 +428,19 @@ impl<'s> Run<'s> {
         model: &Model,
         budget: u64,
     ) -> Result<(Progress, u64), RunError> {
+        self.advance_by(model, budget, Stage::cost)
+    }
+
+    /// [`Run::advance_counted`] with the work of one item measured by `cost(stage, config,
+    /// pos)` instead of [`Stage::cost`]: the program counts estimated compute units, so that a
+    /// step's budget holds whatever stage it meets. The split changes, the bytes do not.
+    #[inline(always)]
+    pub fn advance_by(
+        &mut self,
+        model: &Model,
+        budget: u64,
+        cost: impl Fn(Stage, &Config, u32) -> u64,
+    ) -> Result<(Progress, u64), RunError> {
         if model.config() != self.config {
             return Err(RunError::ModelMismatch);
         }
@@ -442,7 +455,7 @@ impl<'s> Run<'s> {
             let stage = self.stage();
             let item = u32_at(self.state, field::ITEM);
             let items = stage.items(&self.config);
-            let cost = stage.cost(&self.config, pos);
+            let cost = cost(stage, &self.config, pos);
             let room = (budget - used.min(budget)) / cost.max(1);
             let fit = match room.min((items - item) as u64) as u32 {
                 0 if used == 0 => 1,
@@ -463,7 +476,9 @@ impl<'s> Run<'s> {
         }
     }
 
-    /// Items `range` of `stage` at `pos`.
+    /// Items `range` of `stage` at `pos`. Inlined into its one caller: on SBF a call may pass
+    /// at most five arguments in registers and return no aggregate.
+    #[inline(always)]
     fn items(
         &mut self,
         model: &Model,

@@ -17,7 +17,8 @@
 //! values   layers × context × key and value dimension × i32
 //! ```
 
-use crate::le::{i32_at, put_u32, u32_at};
+#[cfg(not(target_os = "solana"))]
+use crate::le::{put_u32, u32_at};
 use crate::Config;
 
 /// "CURTAS01": the first 8 bytes of a run's state.
@@ -153,23 +154,47 @@ pub fn state_len(c: &Config) -> usize {
 /// Value `i` of a region of i32 values.
 #[inline]
 pub fn get(region: &[u8], i: usize) -> i32 {
-    i32_at(region, 4 * i)
+    get_u32(region, i) as i32
 }
 
 #[inline]
 pub fn set(region: &mut [u8], i: usize, v: i32) {
-    put_u32(region, 4 * i, v as u32)
+    set_u32(region, i, v as u32)
 }
 
 /// Value `i` of a region of u32 values.
+#[cfg(not(target_os = "solana"))]
 #[inline]
 pub fn get_u32(region: &[u8], i: usize) -> u32 {
     u32_at(region, 4 * i)
 }
 
+#[cfg(not(target_os = "solana"))]
 #[inline]
 pub fn set_u32(region: &mut [u8], i: usize, v: u32) {
     put_u32(region, 4 * i, v)
+}
+
+// On chain a value is one word load or store. LLVM's BPF backend splits a load it cannot prove
+// aligned into four byte loads and shifts (four times the compute units), so these read through
+// an i32 pointer. The program keeps the state 8-byte aligned in its run account (account data
+// is 8-byte aligned and the state starts at byte 128, docs/program.md), every region starts at
+// a multiple of 4, and the exponential and SiLU tables and the normalization coefficients sit
+// at multiples of 4 in section zero (format.md); the SBF VM loads a word at any address.
+#[cfg(target_os = "solana")]
+#[inline(always)]
+pub fn get_u32(region: &[u8], i: usize) -> u32 {
+    let word = &region[4 * i..4 * i + 4];
+    // SAFETY: four bytes in bounds (sliced above), 4-byte aligned as said above.
+    unsafe { (word.as_ptr() as *const u32).read() }
+}
+
+#[cfg(target_os = "solana")]
+#[inline(always)]
+pub fn set_u32(region: &mut [u8], i: usize, v: u32) {
+    let word = &mut region[4 * i..4 * i + 4];
+    // SAFETY: as in `get_u32`.
+    unsafe { (word.as_mut_ptr() as *mut u32).write(v) }
 }
 
 /// The state cut into its regions, each its own slice, so that a stage reads one while it

@@ -70,11 +70,27 @@ pub enum CurtaError {
     StaleCreation = 31,
     #[error("the model's accounts would hold more than 66,060,288 bytes: one Reopen or Close transaction could not load them")]
     ModelTooLarge = 32,
+    #[error("account is not a Curta run account")]
+    NotARun = 33,
+    #[error("run account is not the seed-derived address of (runner, model, nonce)")]
+    RunAddressMismatch = 34,
+    #[error("run account data length is not 128 + the model's state length + 128 x steps")]
+    RunSizeMismatch = 35,
+    #[error("step names another cursor than the run's")]
+    StaleCursor = 36,
+    #[error("the run has ended: no step is left to do")]
+    RunEnded = 37,
+    #[error("the run's prompt, steps or sampling settings are refused (the reason is logged)")]
+    InvalidRun = 38,
+    #[error("step budget must be 1 to 1,000,000 estimated compute units")]
+    InvalidStepBudget = 39,
+    #[error("runs take a Sealed model only")]
+    ModelNotSealed = 40,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 33] = [
+    pub const ALL: [CurtaError; 41] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -108,6 +124,14 @@ impl CurtaError {
         CurtaError::SectionZeroTooShort,
         CurtaError::StaleCreation,
         CurtaError::ModelTooLarge,
+        CurtaError::NotARun,
+        CurtaError::RunAddressMismatch,
+        CurtaError::RunSizeMismatch,
+        CurtaError::StaleCursor,
+        CurtaError::RunEnded,
+        CurtaError::InvalidRun,
+        CurtaError::InvalidStepBudget,
+        CurtaError::ModelNotSealed,
     ];
 }
 

@@ -68,6 +68,46 @@ pub enum InstructionData<'a> {
     /// 3. and on: `[writable]` every section's seed-derived weight address, in order
     ///    (initialized or not)
     Close,
+
+    /// Starts run `nonce` of a Sealed model in the run account the runner created at
+    /// `run_address(runner, model, nonce)`: the prompt (text, tokenized on chain from section
+    /// zero, or token ids), up to `steps` tokens, the sampling settings (16 fractional bits).
+    ///
+    /// 0. `[writable]` run account
+    /// 1. `[signer]` runner
+    /// 2. `[]` model (Sealed)
+    /// 3. `[]` weight account of section zero
+    StartRun {
+        nonce: u32,
+        steps: u32,
+        temperature: u32,
+        top_p: u32,
+        seed: u64,
+        prompt: Prompt<'a>,
+    },
+
+    /// Advances the run by whole items of at most `budget` estimated compute units (stopping
+    /// at a generated token), if `cursor` is the run's.
+    ///
+    /// 0. `[writable]` run account
+    /// 1. `[]` model
+    /// 2. and on: `[]` every section's weight account, in section order
+    Step { cursor: u32, budget: u32 },
+
+    /// Closes a run: every lamport to the runner.
+    ///
+    /// 0. `[writable]` run account
+    /// 1. `[signer, writable]` runner
+    CloseRun,
+}
+
+/// A run's prompt on the wire: text (kind 0, a u32 count then the bytes) or token ids (kind 1,
+/// a u32 count then the ids, u32 each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prompt<'a> {
+    Text(&'a [u8]),
+    /// The ids' bytes, 4 per id, little-endian.
+    Tokens(&'a [u8]),
 }
 
 impl<'a> InstructionData<'a> {
@@ -109,6 +149,31 @@ impl<'a> InstructionData<'a> {
             }
             4 => exact(0).map(|_| InstructionData::Reopen),
             5 => exact(0).map(|_| InstructionData::Close),
+            6 => {
+                let (head, body) = rest.split_at_checked(29)?;
+                let count = u32_at(head, 25) as u64;
+                let prompt = match head[24] {
+                    0 => (body.len() as u64 == count).then_some(Prompt::Text(body))?,
+                    1 => (body.len() as u64 == 4 * count).then_some(Prompt::Tokens(body))?,
+                    _ => return None,
+                };
+                Some(InstructionData::StartRun {
+                    nonce: u32_at(head, 0),
+                    steps: u32_at(head, 4),
+                    temperature: u32_at(head, 8),
+                    top_p: u32_at(head, 12),
+                    seed: curta_core::le::u64_at(head, 16),
+                    prompt,
+                })
+            }
+            7 => {
+                exact(8)?;
+                Some(InstructionData::Step {
+                    cursor: u32_at(rest, 0),
+                    budget: u32_at(rest, 4),
+                })
+            }
+            8 => exact(0).map(|_| InstructionData::CloseRun),
             _ => None,
         }
     }
@@ -120,7 +185,7 @@ pub use host::*;
 /// The owned instruction and the instruction builders, for the client and the tests.
 #[cfg(not(target_os = "solana"))]
 mod host {
-    use super::InstructionData;
+    use super::{InstructionData, Prompt};
     use alloc::vec::Vec;
     use solana_instruction::{AccountMeta, Instruction};
     use solana_program_error::ProgramError;
@@ -152,6 +217,26 @@ mod host {
         },
         Reopen,
         Close,
+        StartRun {
+            nonce: u32,
+            steps: u32,
+            temperature: u32,
+            top_p: u32,
+            seed: u64,
+            prompt: OwnedPrompt,
+        },
+        Step {
+            cursor: u32,
+            budget: u32,
+        },
+        CloseRun,
+    }
+
+    /// A run's prompt, owned.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum OwnedPrompt {
+        Text(Vec<u8>),
+        Tokens(Vec<u32>),
     }
 
     impl CurtaInstruction {
@@ -188,6 +273,30 @@ mod host {
                     },
                     D::Reopen => CurtaInstruction::Reopen,
                     D::Close => CurtaInstruction::Close,
+                    D::StartRun {
+                        nonce,
+                        steps,
+                        temperature,
+                        top_p,
+                        seed,
+                        prompt,
+                    } => CurtaInstruction::StartRun {
+                        nonce,
+                        steps,
+                        temperature,
+                        top_p,
+                        seed,
+                        prompt: match prompt {
+                            Prompt::Text(text) => OwnedPrompt::Text(text.to_vec()),
+                            Prompt::Tokens(ids) => OwnedPrompt::Tokens(
+                                ids.chunks_exact(4)
+                                    .map(|w| curta_core::le::u32_at(w, 0))
+                                    .collect(),
+                            ),
+                        },
+                    },
+                    D::Step { cursor, budget } => CurtaInstruction::Step { cursor, budget },
+                    D::CloseRun => CurtaInstruction::CloseRun,
                 },
             )
         }
@@ -227,6 +336,39 @@ mod host {
                 }
                 CurtaInstruction::Reopen => out.push(4),
                 CurtaInstruction::Close => out.push(5),
+                CurtaInstruction::StartRun {
+                    nonce,
+                    steps,
+                    temperature,
+                    top_p,
+                    seed,
+                    prompt,
+                } => {
+                    out.push(6);
+                    for field in [nonce, steps, temperature, top_p] {
+                        out.extend_from_slice(&field.to_le_bytes());
+                    }
+                    out.extend_from_slice(&seed.to_le_bytes());
+                    match prompt {
+                        OwnedPrompt::Text(text) => {
+                            out.push(0);
+                            out.extend_from_slice(&count(text.len()));
+                            out.extend_from_slice(text);
+                        }
+                        OwnedPrompt::Tokens(ids) => {
+                            out.push(1);
+                            out.extend_from_slice(&count(ids.len()));
+                            ids.iter()
+                                .for_each(|id| out.extend_from_slice(&id.to_le_bytes()));
+                        }
+                    }
+                }
+                CurtaInstruction::Step { cursor, budget } => {
+                    out.push(7);
+                    out.extend_from_slice(&cursor.to_le_bytes());
+                    out.extend_from_slice(&budget.to_le_bytes());
+                }
+                CurtaInstruction::CloseRun => out.push(8),
             }
             out
         }
@@ -383,5 +525,72 @@ mod host {
         ];
         accounts.extend(weights.iter().map(|w| AccountMeta::new(*w, false)));
         instruction(program_id, accounts, &CurtaInstruction::Close)
+    }
+
+    /// StartRun: the run account (created by the runner at `run_address(runner, model,
+    /// nonce)`), the runner, the model and its section zero's weight account.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_run(
+        program_id: &Pubkey,
+        run: &Pubkey,
+        runner: &Pubkey,
+        model: &Pubkey,
+        section_zero: &Pubkey,
+        nonce: u32,
+        steps: u32,
+        settings: &curta_core::infer::Settings,
+        prompt: OwnedPrompt,
+    ) -> Instruction {
+        instruction(
+            program_id,
+            alloc::vec![
+                AccountMeta::new(*run, false),
+                AccountMeta::new_readonly(*runner, true),
+                AccountMeta::new_readonly(*model, false),
+                AccountMeta::new_readonly(*section_zero, false),
+            ],
+            &CurtaInstruction::StartRun {
+                nonce,
+                steps,
+                temperature: settings.temperature,
+                top_p: settings.top_p,
+                seed: settings.seed,
+                prompt,
+            },
+        )
+    }
+
+    /// Step `cursor` of a run with `budget` estimated compute units; `weights` are the
+    /// model's weight accounts in section order (read-only). No signer: anyone may step a run.
+    pub fn step(
+        program_id: &Pubkey,
+        run: &Pubkey,
+        model: &Pubkey,
+        weights: &[Pubkey],
+        cursor: u32,
+        budget: u32,
+    ) -> Instruction {
+        let mut accounts = alloc::vec![
+            AccountMeta::new(*run, false),
+            AccountMeta::new_readonly(*model, false)
+        ];
+        accounts.extend(weights.iter().map(|w| AccountMeta::new_readonly(*w, false)));
+        instruction(
+            program_id,
+            accounts,
+            &CurtaInstruction::Step { cursor, budget },
+        )
+    }
+
+    /// CloseRun: every lamport of the run to its runner.
+    pub fn close_run(program_id: &Pubkey, run: &Pubkey, runner: &Pubkey) -> Instruction {
+        instruction(
+            program_id,
+            alloc::vec![
+                AccountMeta::new(*run, false),
+                AccountMeta::new(*runner, true)
+            ],
+            &CurtaInstruction::CloseRun,
+        )
     }
 }

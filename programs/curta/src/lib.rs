@@ -1,4 +1,5 @@
-//! Curta on-chain program: model accounts, weight accounts, chunked writes and the seal chain.
+//! Curta on-chain program: model accounts, weight accounts, chunked writes, the seal chain and
+//! runs of sealed models.
 //!
 //! `no_std` and allocation-free on chain (pinocchio for the entrypoint, account views, CPI and
 //! syscalls). Off chain (any target but `solana`) the crate also offers what the client and the
@@ -16,6 +17,7 @@ mod entrypoint;
 pub mod error;
 pub mod instruction;
 pub mod processor;
+pub mod run;
 pub mod section_zero;
 pub mod state;
 

@@ -1,0 +1,69 @@
+//! Instruction processing: one function per instruction. Every account's owner, signer,
+//! writability, size and address is checked before anything is written, and every check comes
+//! before the first write, so a failed instruction changes nothing (the runtime also rolls back).
+//! Nothing is allocated: accounts and instruction data are read and written in place.
+//!
+//! The functions returning `ProgramResult` are `#[inline(always)]`: the SBF route's LLVM 19
+//! BPF backend cannot return a two-register value (scripts/build-sbf), and the entrypoint is
+//! one function either way.
+//!
+//! Off chain this module compiles (type checks, clippy) but is not run: pinocchio's CPI and
+//! syscalls do nothing there. Every test runs the SBF binary in the VM.
+
+mod close;
+mod close_run;
+mod create_model;
+mod init_weight_account;
+mod reopen;
+mod seal;
+pub(crate) mod shared;
+mod start_run;
+mod step;
+mod write;
+
+use pinocchio::account_info::AccountInfo;
+use pinocchio::program_error::ProgramError;
+use pinocchio::pubkey::Pubkey;
+use pinocchio::ProgramResult;
+
+use crate::instruction::InstructionData;
+use shared::{from_code, Aligned};
+
+#[inline(always)]
+pub fn process_instruction(
+    program_id: &Pubkey,
+    accounts: &[AccountInfo],
+    data: &[u8],
+) -> ProgramResult {
+    // The runtime places the program id after the instruction data, at any alignment: an
+    // aligned copy makes every owner check a word-wise `same_address`.
+    let program_id = &Aligned(*program_id).0;
+    match InstructionData::parse(data).ok_or(ProgramError::InvalidInstructionData)? {
+        InstructionData::CreateModel {
+            weights_hash,
+            section_lengths,
+        } => {
+            create_model::process_create_model(program_id, accounts, weights_hash, section_lengths)
+        }
+        InstructionData::InitWeightAccount { section } => {
+            init_weight_account::process_init_weight_account(program_id, accounts, section)
+        }
+        InstructionData::Write { offset, bytes } => {
+            write::process_write(program_id, accounts, offset, bytes)
+        }
+        InstructionData::Seal {
+            pass,
+            chunk,
+            creation,
+        } => seal::process_seal(program_id, accounts, creation, pass, chunk),
+        InstructionData::Reopen => reopen::process_reopen(program_id, accounts),
+        InstructionData::Close => close::process_close(program_id, accounts),
+        InstructionData::StartRun { .. } => {
+            from_code(start_run::process_start_run(program_id, accounts, data))
+        }
+        InstructionData::Step { cursor, budget } => {
+            from_code(step::process_step(program_id, accounts, cursor, budget))
+        }
+        InstructionData::CloseRun => close_run::process_close_run(program_id, accounts),
+    }
+}

@@ -1,0 +1,125 @@
+//! StartRun (docs/program.md, "6 StartRun"): binds the run account the runner created and
+//! starts the run of a Sealed model in it.
+
+use curta_core::infer::{encode, Model, Run, Settings};
+use curta_core::Metadata;
+use pinocchio::account_info::AccountInfo;
+use pinocchio::program_error::ProgramError;
+use pinocchio::pubkey::{self, Pubkey};
+use pinocchio::ProgramResult;
+
+use super::shared::{
+    error_code, log_run_error, minimum_balance, owned, owned_data, sealed_model, signer,
+    weight_account, writable, Heap,
+};
+use crate::error::CurtaError;
+use crate::instruction::{InstructionData, Prompt};
+use crate::run::{run_len, run_seed_bytes, RunAccount, RUN_HEADER_LEN, TEXT_PER_STEP};
+use crate::state::{all_zero, same_address, WeightFields, WEIGHT_HEADER_LEN};
+
+/// Its own stack frame (a run's locals and curta-core's inlined into the entrypoint's would
+/// pass SBF's 4 KiB), so at most five registers in and one out: the raw instruction data in,
+/// the error code out (0 for success).
+#[inline(never)]
+pub(super) fn process_start_run(program_id: &Pubkey, accounts: &[AccountInfo], data: &[u8]) -> u64 {
+    let Some(InstructionData::StartRun {
+        nonce,
+        steps,
+        temperature,
+        top_p,
+        seed,
+        prompt,
+    }) = InstructionData::parse(data)
+    else {
+        return error_code(Err(ProgramError::InvalidInstructionData));
+    };
+    let settings = Settings {
+        temperature,
+        top_p,
+        seed,
+    };
+    error_code(start_run(
+        program_id, accounts, nonce, steps, settings, prompt,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn start_run(
+    program_id: &Pubkey,
+    accounts: &[AccountInfo],
+    nonce: u32,
+    steps: u32,
+    settings: Settings,
+    prompt: Prompt,
+) -> ProgramResult {
+    let [run_info, runner, model_info, zero_info] = accounts else {
+        return Err(CurtaError::WrongAccountCount.into());
+    };
+    writable(run_info)?;
+    signer(runner)?;
+    let (config, model_data) = sealed_model(model_info, program_id)?;
+    if !same_address(zero_info.key(), weight_account(model_data, 0)) {
+        return Err(CurtaError::WeightAddressMismatch.into());
+    }
+    owned(zero_info, program_id)?;
+    // SAFETY: read-only for the whole instruction; no mutable borrow of it exists (its
+    // address is the model's section zero account, neither the run nor the model).
+    let zero = unsafe { zero_info.borrow_data_unchecked() };
+    let header = WeightFields::parse(zero)?;
+    header.belongs_to(
+        model_info.key(),
+        0,
+        header.length,
+        weight_account(model_data, 0),
+        zero_info.key(),
+    )?;
+
+    owned(run_info, program_id)?;
+    let seed = run_seed_bytes(model_info.key(), nonce);
+    let expected = pubkey::create_with_seed(runner.key(), &seed, program_id)?;
+    if !same_address(run_info.key(), &expected) {
+        return Err(CurtaError::RunAddressMismatch.into());
+    }
+    if steps == 0 || run_info.data_len() as u64 != run_len(&config, steps) {
+        return Err(CurtaError::RunSizeMismatch.into());
+    }
+    if run_info.lamports() < minimum_balance(run_info.data_len())? {
+        return Err(CurtaError::NotRentExempt.into());
+    }
+    let mut data = owned_data(run_info, program_id)?;
+    if !all_zero(&data[..RUN_HEADER_LEN]) {
+        return Err(CurtaError::AlreadyInitialized.into());
+    }
+
+    let meta = Metadata::sealed(&zero[WEIGHT_HEADER_LEN..]).ok_or(CurtaError::InvalidRun)?;
+    let model = Model::new(meta, &[]).map_err(log_run_error)?;
+    let heap = Heap::take();
+    let tokens = heap.prompt();
+    let count = match prompt {
+        Prompt::Text(text) => encode(&meta, text, tokens).map_err(log_run_error)?,
+        Prompt::Tokens(ids) => {
+            let count = ids.len() / 4;
+            if count > tokens.len() {
+                return Err(CurtaError::InvalidRun.into());
+            }
+            for (slot, id) in tokens.iter_mut().zip(ids.chunks_exact(4)) {
+                *slot = curta_core::le::u32_at(id, 0);
+            }
+            count
+        }
+    };
+    let state_len = curta_core::infer::state_len(&config) as u32;
+    let text_capacity = TEXT_PER_STEP as u32 * steps;
+    let mut run = RunAccount::create(
+        &mut data,
+        nonce,
+        model_info.key(),
+        runner.key(),
+        state_len,
+        text_capacity,
+    );
+    let (state, _) = run.state_and_text();
+    Run::start(state, &model, &tokens[..count], steps, settings).map_err(log_run_error)?;
+    Ok(())
+}

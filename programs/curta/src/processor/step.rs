@@ -1,0 +1,90 @@
+//! Step (docs/program.md, "7 Step"): advances a run by a bounded piece of work, reading the
+//! sealed model's weight accounts; a completed token is appended with its text.
+
+use curta_core::infer::{decode, Model, Progress, Run};
+use curta_core::{Metadata, MAX_SECTIONS};
+use pinocchio::account_info::AccountInfo;
+use pinocchio::pubkey::Pubkey;
+use pinocchio::ProgramResult;
+
+use super::shared::{
+    error_code, log_run_error, owned, owned_data, sealed_model, weight_account, writable,
+};
+use crate::error::CurtaError;
+use crate::run::{step_cost, RunAccount, MAX_STEP_BUDGET};
+use crate::state::{same_address, WeightFields, WEIGHT_HEADER_LEN};
+
+/// Its own stack frame, as StartRun's: the error code out (0 for success).
+#[inline(never)]
+pub(super) fn process_step(
+    program_id: &Pubkey,
+    accounts: &[AccountInfo],
+    cursor: u32,
+    budget: u32,
+) -> u64 {
+    error_code(step(program_id, accounts, cursor, budget))
+}
+
+#[inline(always)]
+fn step(program_id: &Pubkey, accounts: &[AccountInfo], cursor: u32, budget: u32) -> ProgramResult {
+    let [run_info, model_info, weight_infos @ ..] = accounts else {
+        return Err(CurtaError::WrongAccountCount.into());
+    };
+    writable(run_info)?;
+    let mut data = owned_data(run_info, program_id)?;
+    let mut run = RunAccount::new(&mut data)?;
+    if !run.belongs_to_model(model_info.key()) {
+        return Err(CurtaError::WrongModel.into());
+    }
+    let (config, model_data) = sealed_model(model_info, program_id)?;
+    if weight_infos.len() != config.section_count() {
+        return Err(CurtaError::WrongAccountCount.into());
+    }
+    let mut sections = [&[][..]; MAX_SECTIONS];
+    for (section, info) in weight_infos.iter().enumerate() {
+        if !same_address(info.key(), weight_account(model_data, section)) {
+            return Err(CurtaError::WeightAddressMismatch.into());
+        }
+        owned(info, program_id)?;
+        // SAFETY: read-only for the whole instruction; the address is the model's recorded
+        // weight account, so it is neither the run (borrowed mutably) nor the model.
+        let bytes = unsafe { info.borrow_data_unchecked() };
+        let header = WeightFields::parse(bytes)?;
+        header.belongs_to(
+            model_info.key(),
+            section,
+            header.length,
+            weight_account(model_data, section),
+            info.key(),
+        )?;
+        sections[section] = &bytes[WEIGHT_HEADER_LEN..];
+    }
+    if cursor != run.cursor() {
+        return Err(CurtaError::StaleCursor.into());
+    }
+    if budget == 0 || budget > MAX_STEP_BUDGET {
+        return Err(CurtaError::InvalidStepBudget.into());
+    }
+    let meta = Metadata::sealed(sections[0]).ok_or(CurtaError::InvalidRun)?;
+    let model = Model::new(meta, &sections[..config.section_count()]).map_err(log_run_error)?;
+    let (state, _) = run.state_and_text();
+    let mut engine = Run::resume(state, &model).map_err(log_run_error)?;
+    if engine.status() != curta_core::infer::Status::Running {
+        return Err(CurtaError::RunEnded.into());
+    }
+    let (progress, _) = engine
+        .advance_by(&model, budget as u64, step_cost)
+        .map_err(log_run_error)?;
+    let piece = match progress {
+        Progress::Token { pos, id } => {
+            let previous = engine.token(pos - 1);
+            Some(decode(&meta, previous, id).map_err(log_run_error)?)
+        }
+        _ => None,
+    };
+    if let Some(piece) = piece {
+        run.append_text(piece.bytes());
+    }
+    run.set_cursor(cursor + 1);
+    Ok(())
+}
