@@ -46,3 +46,6 @@ mod elf;
 
 #[path = "program/review.rs"]
 mod review;
+
+#[path = "program/runs.rs"]
+mod runs;

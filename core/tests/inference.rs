@@ -458,3 +458,41 @@ fn teacher_forcing_scores_every_position_but_the_last() {
     // Position 2's argmax is what greedy generation after the first three tokens gives.
     assert_eq!(scored[2].1, greedy[0]);
 }
+
+/// Section zero read without checks (`Metadata::sealed`, what the program does for a sealed
+/// model) is the same view as the checked one, and a run over it, advanced with another cost
+/// per item (`advance_by`, the program's estimated compute units), ends with the same state
+/// bytes and tokens as `advance`.
+#[test]
+fn a_sealed_view_and_another_cost_give_the_same_run() {
+    use curta_core::infer::Stage;
+    use curta_core::Metadata;
+    for (art, sampled_seed) in [(stories260k(), 5), (synthetic(&synth::GQA, false, 11), 6)] {
+        let a = decode(&art).unwrap();
+        let checked = *a.metadata();
+        let sealed = Metadata::sealed(checked.bytes()).unwrap();
+        assert_eq!(sealed.config(), checked.config());
+        assert_eq!(sealed.blocks(), checked.blocks());
+        assert_eq!(sealed.section_count(), checked.section_count());
+        assert!(Metadata::sealed(&checked.bytes()[..4095]).is_none());
+        let mut sections: Vec<&[u8]> = a.sections().collect();
+        sections[0] = sealed.bytes();
+        let model = Model::new(sealed, &sections).unwrap();
+        for settings in [Settings::greedy(), sampled(sampled_seed)] {
+            let (tokens, state) = generate(&art, &[1, 40], 12, settings, u64::MAX / 2);
+            let mut other = vec![0u8; state_len(&model.config())];
+            let mut run = Run::start(&mut other, &model, &[1, 40], 12, settings).unwrap();
+            let cost = |stage: Stage, c: &Config, pos: u32| 3 * stage.cost(c, pos) + 17;
+            let mut got = vec![];
+            loop {
+                match run.advance_by(&model, 5_000, cost).unwrap().0 {
+                    Progress::Token { id, .. } => got.push(id),
+                    Progress::Finished(_) => break,
+                    _ => {}
+                }
+            }
+            assert_eq!(got, tokens);
+            assert!(other == state, "state bytes differ");
+        }
+    }
+}

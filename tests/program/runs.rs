@@ -1,0 +1,852 @@
+//! Runs of sealed models in the VM (StartRun, Step, CloseRun): the tokens, the state bytes and
+//! the text a run leaves in its account equal curta-core's run of the same artifact off chain;
+//! every attack on a run is refused with its code and leaves the run's bytes as they were.
+
+use crate::fixtures::{planted, rent_of};
+use crate::harness::{custom, seal_all, Bank, Published, PROGRAM, SOL};
+use curta_core::infer::{decode, Model, Progress, Run, Settings, Status};
+use curta_program::error::CurtaError;
+use curta_program::instruction::{self as ix, OwnedPrompt};
+use curta_program::run::{run_address, run_len, run_seed, step_cost, RunHeader, MAX_STEP_BUDGET};
+use solana_instruction::error::InstructionError;
+use solana_instruction::Instruction;
+use solana_pubkey::Pubkey;
+use solana_sdk::signature::{Keypair, Signer};
+use solana_sdk::transaction::TransactionError;
+use solana_system_interface::instruction as system_instruction;
+
+/// A compute-unit limit for every step transaction: the most a transaction may ask.
+const STEP_LIMIT: u32 = 1_400_000;
+/// What a step may use at most (the headroom under the limit).
+const STEP_GOAL: u64 = 1_200_000;
+
+/// A model published and sealed in the bank (its bytes planted, every chunk sealed).
+pub async fn sealed(bank: &mut Bank, artifact: &[u8]) -> Published {
+    let p = planted(bank, curta_tests::split_sections(artifact)).await;
+    seal_all(bank, &p, 0).await;
+    p
+}
+
+/// The artifact of the synthetic grouped-query model (8 sections, untied classifier).
+pub fn gqa_artifact() -> Vec<u8> {
+    use curta_core::convert::synth;
+    let checkpoint = synth::checkpoint(&synth::GQA, false, 11);
+    let tokenizer = synth::tokenizer(synth::GQA.vocab_size, 11);
+    curta_core::convert::convert(&checkpoint, &tokenizer).unwrap()
+}
+
+/// The run off chain: curta-core over the whole artifact, advanced with the program's budget
+/// and cost, so that the steps are the same as the program's: the state bytes after each
+/// step, the generated tokens and the text.
+pub struct Offline {
+    pub steps: Vec<Vec<u8>>,
+    pub tokens: Vec<u32>,
+    pub text: Vec<u8>,
+}
+
+pub fn offline(
+    artifact: &[u8],
+    prompt: &[u32],
+    steps: u32,
+    settings: Settings,
+    budget: u32,
+) -> Offline {
+    let artifact = curta_core::decode(artifact).unwrap();
+    let model = Model::from_artifact(&artifact).unwrap();
+    let meta = *model.metadata();
+    let mut state = vec![0u8; curta_core::infer::state_len(&model.config())];
+    Run::start(&mut state, &model, prompt, steps, settings).unwrap();
+    let (mut after, mut tokens, mut text) = (vec![], vec![], vec![]);
+    loop {
+        let mut run = Run::resume(&mut state, &model).unwrap();
+        if run.status() != Status::Running {
+            break;
+        }
+        let (progress, _) = run.advance_by(&model, budget as u64, step_cost).unwrap();
+        if let Progress::Token { pos, id } = progress {
+            tokens.push(id);
+            text.extend_from_slice(decode(&meta, run.token(pos - 1), id).unwrap().bytes());
+        }
+        after.push(state.clone());
+    }
+    Offline {
+        steps: after,
+        tokens,
+        text,
+    }
+}
+
+/// A run on chain: its account, its runner, the model.
+pub struct OnChain {
+    pub run: Pubkey,
+    pub runner: Keypair,
+}
+
+/// The runner creates the run account at its seed address and starts the run, in one
+/// transaction.
+#[allow(clippy::too_many_arguments)]
+pub fn start_instructions(
+    p: &Published,
+    config: &curta_core::Config,
+    runner: &Pubkey,
+    nonce: u32,
+    steps: u32,
+    settings: &Settings,
+    prompt: OwnedPrompt,
+) -> (Pubkey, Vec<Instruction>) {
+    let run = run_address(&PROGRAM, runner, &p.model, nonce);
+    let len = run_len(config, steps) as usize;
+    let create = system_instruction::create_account_with_seed(
+        runner,
+        &run,
+        runner,
+        &run_seed(&p.model, nonce),
+        rent_of(len),
+        len as u64,
+        &PROGRAM,
+    );
+    let start = ix::start_run(
+        &PROGRAM,
+        &run,
+        runner,
+        &p.model,
+        &p.weights[0],
+        nonce,
+        steps,
+        settings,
+        prompt,
+    );
+    (run, vec![create, start])
+}
+
+pub fn config_of(artifact: &[u8]) -> curta_core::Config {
+    curta_core::decode(artifact).unwrap().metadata().config()
+}
+
+pub async fn start(
+    bank: &mut Bank,
+    p: &Published,
+    artifact: &[u8],
+    nonce: u32,
+    steps: u32,
+    settings: Settings,
+    prompt: OwnedPrompt,
+) -> OnChain {
+    let runner = bank.mallory.insecure_clone();
+    let (run, instructions) = start_instructions(
+        p,
+        &config_of(artifact),
+        &runner.pubkey(),
+        nonce,
+        steps,
+        &settings,
+        prompt,
+    );
+    let (result, logs, units) = bank
+        .send_metered(&with_limit(instructions), &[&runner])
+        .await;
+    result.unwrap_or_else(|e| panic!("StartRun refused: {e:?}\n{}", logs.join("\n")));
+    println!("StartRun: {units} CU");
+    OnChain { run, runner }
+}
+
+pub fn with_limit(mut instructions: Vec<Instruction>) -> Vec<Instruction> {
+    instructions.insert(
+        0,
+        solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_limit(
+            STEP_LIMIT,
+        ),
+    );
+    instructions
+}
+
+pub async fn read_run(bank: &mut Bank, run: &Pubkey) -> RunHeader {
+    RunHeader::unpack(&bank.account(run).await.expect("run account").data).unwrap()
+}
+
+/// Steps the run to its end; each step's state is compared with the offline run's after the
+/// same step. Returns the compute units of every step.
+pub async fn drive(
+    bank: &mut Bank,
+    p: &Published,
+    r: &OnChain,
+    off: &Offline,
+    budget: u32,
+) -> Vec<u64> {
+    let mut units = vec![];
+    for (cursor, expected) in off.steps.iter().enumerate() {
+        let step = ix::step(
+            &PROGRAM,
+            &r.run,
+            &p.model,
+            &p.weights,
+            cursor as u32,
+            budget,
+        );
+        let (result, logs, used) = bank.send_metered(&with_limit(vec![step]), &[]).await;
+        result.unwrap_or_else(|e| panic!("step {cursor} refused: {e:?}\n{}", logs.join("\n")));
+        units.push(used);
+        let header = read_run(bank, &r.run).await;
+        assert_eq!(header.cursor, cursor as u32 + 1);
+        assert!(
+            header.state == *expected,
+            "state after step {cursor} differs from curta-core's"
+        );
+    }
+    units
+}
+
+fn generated(header: &RunHeader, prompt_len: usize) -> Vec<u32> {
+    use curta_core::infer::state::field;
+    let state = &header.state;
+    let count = curta_core::le::u32_at(state, field::GENERATED) as usize;
+    (0..count)
+        .map(|i| curta_core::le::u32_at(state, 128 + 4 * (prompt_len + i)))
+        .collect()
+}
+
+/// One run end to end: start, every step checked against curta-core, the tokens and the text
+/// read back, then the run closed with every lamport to the runner. Returns the step units.
+pub async fn run_and_compare(
+    bank: &mut Bank,
+    p: &Published,
+    artifact: &[u8],
+    prompt: OwnedPrompt,
+    steps: u32,
+    settings: Settings,
+    nonce: u32,
+) -> Vec<u64> {
+    let ids = match &prompt {
+        OwnedPrompt::Tokens(ids) => ids.clone(),
+        OwnedPrompt::Text(text) => {
+            let decoded = curta_core::decode(artifact).unwrap();
+            let mut out = vec![0u32; text.len() + 3];
+            let n = curta_core::infer::encode(decoded.metadata(), text, &mut out).unwrap();
+            out.truncate(n);
+            out
+        }
+    };
+    let off = offline(artifact, &ids, steps, settings, MAX_STEP_BUDGET);
+    let before = bank.lamports(&bank.mallory.pubkey()).await;
+    let r = start(bank, p, artifact, nonce, steps, settings, prompt).await;
+    let units = drive(bank, p, &r, &off, MAX_STEP_BUDGET).await;
+    let header = read_run(bank, &r.run).await;
+    assert_eq!(generated(&header, ids.len()), off.tokens, "tokens");
+    assert_eq!(header.text, off.text, "text");
+    assert!(!off.tokens.is_empty());
+    // The run has ended: one more step is refused.
+    let late = ix::step(
+        &PROGRAM,
+        &r.run,
+        &p.model,
+        &p.weights,
+        units.len() as u32,
+        MAX_STEP_BUDGET,
+    );
+    assert_eq!(
+        bank.send(&with_limit(vec![late]), &[]).await.unwrap_err(),
+        TransactionError::InstructionError(1, custom(CurtaError::RunEnded))
+    );
+    // Closing returns every lamport: the runner paid no fee (the context's payer did).
+    let rent = bank.lamports(&r.run).await;
+    assert_eq!(bank.lamports(&r.runner.pubkey()).await, before - rent);
+    bank.send(
+        &[ix::close_run(&PROGRAM, &r.run, &r.runner.pubkey())],
+        &[&r.runner],
+    )
+    .await
+    .unwrap();
+    assert_eq!(bank.lamports(&r.runner.pubkey()).await, before);
+    assert!(bank.account(&r.run).await.is_none());
+    units
+}
+
+const SAMPLED: Settings = Settings {
+    temperature: 52_429,
+    top_p: 58_982,
+    seed: 7,
+};
+
+#[tokio::test]
+async fn stories260k_runs_on_chain_as_curta_core_runs_it() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let cases: [(OwnedPrompt, u32, Settings); 4] = [
+        (
+            OwnedPrompt::Text(b"Once upon a time".to_vec()),
+            12,
+            Settings::greedy(),
+        ),
+        (OwnedPrompt::Tokens(vec![1]), 10, SAMPLED),
+        (
+            OwnedPrompt::Tokens(vec![1, 306, 470]),
+            10,
+            Settings {
+                seed: 42,
+                ..SAMPLED
+            },
+        ),
+        (
+            OwnedPrompt::Text(b"Lily".to_vec()),
+            8,
+            Settings {
+                seed: 9,
+                temperature: 65_536,
+                top_p: 65_536,
+            },
+        ),
+    ];
+    for (nonce, (prompt, steps, settings)) in cases.into_iter().enumerate() {
+        let units = run_and_compare(
+            &mut bank,
+            &p,
+            &artifact,
+            prompt,
+            steps,
+            settings,
+            nonce as u32,
+        )
+        .await;
+        let most = units.iter().max().copied().unwrap_or(0);
+        println!(
+            "stories260K run {nonce}: {} steps, at most {most} CU",
+            units.len()
+        );
+        assert!(most <= STEP_GOAL, "a step took {most} CU");
+    }
+}
+
+#[tokio::test]
+async fn a_grouped_query_model_of_eight_sections_runs_on_chain_as_curta_core_runs_it() {
+    let artifact = gqa_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    assert_eq!(p.sections.len(), 8);
+    for (nonce, settings) in [Settings::greedy(), Settings { seed: 3, ..SAMPLED }]
+        .into_iter()
+        .enumerate()
+    {
+        let units = run_and_compare(
+            &mut bank,
+            &p,
+            &artifact,
+            OwnedPrompt::Tokens(vec![1, 40, 41]),
+            6,
+            settings,
+            nonce as u32,
+        )
+        .await;
+        let most = units.iter().max().copied().unwrap_or(0);
+        println!("gqa run {nonce}: {} steps, at most {most} CU", units.len());
+        assert!(most <= STEP_GOAL, "a step took {most} CU");
+    }
+}
+
+/// The run's bytes before and after a refused instruction are the same.
+async fn refused_unchanged(
+    bank: &mut Bank,
+    run: &Pubkey,
+    instructions: Vec<Instruction>,
+    signers: &[&Keypair],
+    index: u8,
+    error: InstructionError,
+) {
+    let before = bank.account(run).await;
+    let result = bank.send(&instructions, signers).await;
+    assert_eq!(
+        result.unwrap_err(),
+        TransactionError::InstructionError(index, error)
+    );
+    assert_eq!(bank.account(run).await, before, "the run changed");
+}
+
+#[tokio::test]
+async fn attacks_on_a_run_are_refused_without_effect() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let config = config_of(&artifact);
+    // A second sealed model (the same artifact under another authority) and an unsealed one.
+    let other_signer = Keypair::new();
+    bank.send(
+        &[system_instruction::transfer(
+            &bank.authority.pubkey(),
+            &other_signer.pubkey(),
+            100 * SOL,
+        )],
+        &[&bank.authority.insecure_clone()],
+    )
+    .await
+    .unwrap();
+    let other = {
+        let q = crate::harness::create_by(
+            &mut bank,
+            other_signer,
+            curta_tests::split_sections(&artifact),
+            None,
+        )
+        .await;
+        crate::harness::init_all(&mut bank, &q).await;
+        for (s, w) in q.weights.iter().enumerate() {
+            let mut account = bank.account(w).await.unwrap();
+            account.data[curta_program::state::WEIGHT_HEADER_LEN..].copy_from_slice(&q.sections[s]);
+            bank.plant(w, account);
+        }
+        q
+    };
+    let r = start(
+        &mut bank,
+        &p,
+        &artifact,
+        0,
+        4,
+        Settings::greedy(),
+        OwnedPrompt::Tokens(vec![1]),
+    )
+    .await;
+    let runner = r.runner.insecure_clone();
+    let step = |model: &Pubkey, weights: &[Pubkey], cursor: u32, budget: u32| {
+        with_limit(vec![ix::step(
+            &PROGRAM, &r.run, model, weights, cursor, budget,
+        )])
+    };
+
+    // A run of an unsealed model cannot start.
+    let (_, unsealed_start) = start_instructions(
+        &other,
+        &config,
+        &runner.pubkey(),
+        9,
+        4,
+        &Settings::greedy(),
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    let result = bank.send(&with_limit(unsealed_start), &[&runner]).await;
+    assert_eq!(
+        result.unwrap_err(),
+        TransactionError::InstructionError(2, custom(CurtaError::ModelNotSealed))
+    );
+
+    // Weight accounts of another (unsealed) model.
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&p.model, &other.weights, 0, 500_000),
+        &[],
+        1,
+        custom(CurtaError::WeightAddressMismatch),
+    )
+    .await;
+    // Sections in the wrong slots.
+    let mut swapped = p.weights.clone();
+    swapped.swap(0, 1);
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&p.model, &swapped, 0, 500_000),
+        &[],
+        1,
+        custom(CurtaError::WeightAddressMismatch),
+    )
+    .await;
+    // Too few weight accounts.
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&p.model, &p.weights[..1], 0, 500_000),
+        &[],
+        1,
+        custom(CurtaError::WrongAccountCount),
+    )
+    .await;
+    // The run with another model (unsealed, then a model the run is not of).
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&other.model, &other.weights, 0, 500_000),
+        &[],
+        1,
+        custom(CurtaError::WrongModel),
+    )
+    .await;
+    // A budget of 0 or over the limit.
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&p.model, &p.weights, 0, 0),
+        &[],
+        1,
+        custom(CurtaError::InvalidStepBudget),
+    )
+    .await;
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&p.model, &p.weights, 0, MAX_STEP_BUDGET + 1),
+        &[],
+        1,
+        custom(CurtaError::InvalidStepBudget),
+    )
+    .await;
+    // A step, then the same cursor again (a duplicate), then one ahead.
+    bank.send(&step(&p.model, &p.weights, 0, 100_000), &[])
+        .await
+        .unwrap();
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&p.model, &p.weights, 0, 100_001),
+        &[],
+        1,
+        custom(CurtaError::StaleCursor),
+    )
+    .await;
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&p.model, &p.weights, 2, 100_000),
+        &[],
+        1,
+        custom(CurtaError::StaleCursor),
+    )
+    .await;
+    // Starting the same run again.
+    let again = ix::start_run(
+        &PROGRAM,
+        &r.run,
+        &runner.pubkey(),
+        &p.model,
+        &p.weights[0],
+        0,
+        4,
+        &Settings::greedy(),
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        with_limit(vec![again]),
+        &[&runner],
+        1,
+        custom(CurtaError::AlreadyInitialized),
+    )
+    .await;
+    // Close by a foreign signer.
+    let mallory_close = ix::close_run(&PROGRAM, &r.run, &bank.authority.pubkey());
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        vec![mallory_close],
+        &[&bank.authority.insecure_clone()],
+        0,
+        custom(CurtaError::Unauthorized),
+    )
+    .await;
+    // A weight account passed as the run.
+    let as_run = ix::step(&PROGRAM, &p.weights[1], &p.model, &p.weights, 1, 100_000);
+    refused_unchanged(
+        &mut bank,
+        &p.weights[1],
+        with_limit(vec![as_run]),
+        &[],
+        1,
+        custom(CurtaError::NotARun),
+    )
+    .await;
+    // Closed, the run takes no step.
+    bank.send(
+        &[ix::close_run(&PROGRAM, &r.run, &runner.pubkey())],
+        &[&runner],
+    )
+    .await
+    .unwrap();
+    let result = bank
+        .send(&step(&p.model, &p.weights, 1, 100_000), &[])
+        .await;
+    assert_eq!(
+        result.unwrap_err(),
+        TransactionError::InstructionError(1, custom(CurtaError::WrongOwner))
+    );
+}
+
+#[tokio::test]
+async fn a_run_account_of_the_wrong_address_size_or_rent_is_refused() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let config = config_of(&artifact);
+    let runner = bank.mallory.insecure_clone();
+    let settings = Settings::greedy();
+    // The account created for nonce 1 but StartRun naming nonce 2: another address.
+    let (run, mut instructions) = start_instructions(
+        &p,
+        &config,
+        &runner.pubkey(),
+        1,
+        4,
+        &settings,
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    instructions[1] = ix::start_run(
+        &PROGRAM,
+        &run,
+        &runner.pubkey(),
+        &p.model,
+        &p.weights[0],
+        2,
+        4,
+        &settings,
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    let result = bank.send(&with_limit(instructions), &[&runner]).await;
+    assert_eq!(
+        result.unwrap_err(),
+        TransactionError::InstructionError(2, custom(CurtaError::RunAddressMismatch))
+    );
+    // Sized for 4 steps, started for 5.
+    let (run, mut instructions) = start_instructions(
+        &p,
+        &config,
+        &runner.pubkey(),
+        1,
+        4,
+        &settings,
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    instructions[1] = ix::start_run(
+        &PROGRAM,
+        &run,
+        &runner.pubkey(),
+        &p.model,
+        &p.weights[0],
+        1,
+        5,
+        &settings,
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    let result = bank.send(&with_limit(instructions), &[&runner]).await;
+    assert_eq!(
+        result.unwrap_err(),
+        TransactionError::InstructionError(2, custom(CurtaError::RunSizeMismatch))
+    );
+    // Section zero of the model in the wrong slot.
+    let (run, mut instructions) = start_instructions(
+        &p,
+        &config,
+        &runner.pubkey(),
+        1,
+        4,
+        &settings,
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    instructions[1] = ix::start_run(
+        &PROGRAM,
+        &run,
+        &runner.pubkey(),
+        &p.model,
+        &p.weights[1],
+        1,
+        4,
+        &settings,
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    let result = bank.send(&with_limit(instructions), &[&runner]).await;
+    assert_eq!(
+        result.unwrap_err(),
+        TransactionError::InstructionError(2, custom(CurtaError::WeightAddressMismatch))
+    );
+    // A prompt token outside the vocabulary, and seed 0 with sampling: InvalidRun.
+    for (prompt, settings) in [
+        (OwnedPrompt::Tokens(vec![1, 512]), Settings::greedy()),
+        (
+            OwnedPrompt::Tokens(vec![1]),
+            Settings { seed: 0, ..SAMPLED },
+        ),
+    ] {
+        let (_, instructions) =
+            start_instructions(&p, &config, &runner.pubkey(), 1, 4, &settings, prompt);
+        let result = bank.send(&with_limit(instructions), &[&runner]).await;
+        assert_eq!(
+            result.unwrap_err(),
+            TransactionError::InstructionError(2, custom(CurtaError::InvalidRun))
+        );
+    }
+    // Nothing was created: the runner paid nothing (every transaction failed as a whole).
+    assert!(bank
+        .account(&run_address(&PROGRAM, &runner.pubkey(), &p.model, 1))
+        .await
+        .is_none());
+}
+
+/// The state of a run whose prompt is `pos` tokens, right after it generated its first token
+/// (at position pos − 1): the next token is generated by the work of position `pos`.
+fn state_before_position(artifact: &[u8], pos: u32) -> Vec<u8> {
+    let decoded = curta_core::decode(artifact).unwrap();
+    let model = Model::from_artifact(&decoded).unwrap();
+    let vocab = model.config().vocab_size;
+    let prompt: Vec<u32> = (0..pos)
+        .map(|i| {
+            if i == 0 {
+                1
+            } else {
+                3 + (i * 37) % (vocab - 3)
+            }
+        })
+        .collect();
+    let mut state = vec![0u8; curta_core::infer::state_len(&model.config())];
+    let mut run = Run::start(&mut state, &model, &prompt, 2, Settings::greedy()).unwrap();
+    let (progress, _) = run.advance_by(&model, u64::MAX / 2, step_cost).unwrap();
+    assert!(
+        matches!(progress, Progress::Token { pos: p, .. } if p == pos),
+        "{progress:?}"
+    );
+    state
+}
+
+/// A run account holding `state`, planted at the run address of (mallory, model, nonce).
+async fn plant_run(bank: &mut Bank, p: &Published, state: &[u8], nonce: u32) -> Pubkey {
+    let runner = bank.mallory.pubkey();
+    let run = run_address(&PROGRAM, &runner, &p.model, nonce);
+    let text = 2 * curta_program::run::TEXT_PER_STEP;
+    let mut data = vec![0u8; curta_program::run::RUN_HEADER_LEN + state.len() + text];
+    curta_program::run::RunAccount::create(
+        &mut data,
+        nonce,
+        &p.model.to_bytes(),
+        &runner.to_bytes(),
+        state.len() as u32,
+        text as u32,
+    );
+    data[curta_program::run::RUN_HEADER_LEN..][..state.len()].copy_from_slice(state);
+    let account = solana_sdk::account::Account {
+        lamports: rent_of(data.len()),
+        data,
+        owner: PROGRAM,
+        executable: false,
+        rent_epoch: 0,
+    };
+    bank.plant(&run, account);
+    run
+}
+
+/// Steps one generated token at each of `positions` from a planted state; returns per
+/// position the compute units of every step and the stage each step started at.
+async fn steps_per_token(
+    bank: &mut Bank,
+    p: &Published,
+    artifact: &[u8],
+    positions: &[u32],
+) -> Vec<(u32, Vec<(u64, u32)>)> {
+    let mut out = vec![];
+    for (nonce, &pos) in positions.iter().enumerate() {
+        let state = state_before_position(artifact, pos);
+        let run = plant_run(bank, p, &state, 100 + nonce as u32).await;
+        let mut steps = vec![];
+        loop {
+            let header = read_run(bank, &run).await;
+            let stage = curta_core::le::u32_at(&header.state, 32);
+            let generated = curta_core::le::u32_at(&header.state, 16);
+            if generated == 2 {
+                break;
+            }
+            let step = ix::step(
+                &PROGRAM,
+                &run,
+                &p.model,
+                &p.weights,
+                header.cursor,
+                MAX_STEP_BUDGET,
+            );
+            let (result, logs, units) = bank.send_metered(&with_limit(vec![step]), &[]).await;
+            result.unwrap_or_else(|e| {
+                panic!("position {pos}: step refused: {e:?}\n{}", logs.join("\n"))
+            });
+            steps.push((units, stage));
+        }
+        out.push((pos, steps));
+    }
+    out
+}
+
+/// `scripts/bench-cu` prints this: StartRun, and the steps (= transactions, one step each) of
+/// one generated token at positions 1, 64 and 255 of stories260K and of the stories15M shape,
+/// with the compute units of each step. Every step stays at most 1,200,000.
+#[tokio::test]
+async fn compute_units_of_run_steps() {
+    let mut bank = Bank::start().await;
+    let mut lines = vec![];
+    let stories = curta_tests::stories260k_artifact();
+    let p = sealed(&mut bank, &stories).await;
+    let config = config_of(&stories);
+    for (nonce, (name, prompt)) in [
+        (
+            "StartRun, text \"Once upon a time\" (stories260K)",
+            OwnedPrompt::Text(b"Once upon a time".to_vec()),
+        ),
+        (
+            "StartRun, 6 token ids (stories260K)",
+            OwnedPrompt::Tokens(vec![1, 403, 407, 261, 378, 64]),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let runner = bank.mallory.insecure_clone();
+        let (_, instructions) = start_instructions(
+            &p,
+            &config,
+            &runner.pubkey(),
+            nonce as u32,
+            16,
+            &Settings::greedy(),
+            prompt,
+        );
+        let (result, logs, units) = bank
+            .send_metered(&with_limit(instructions), &[&runner])
+            .await;
+        result.unwrap_or_else(|e| panic!("{name}: {e:?}\n{}", logs.join("\n")));
+        lines.push(format!(
+            "| {name} (with create_account_with_seed) | {units} |"
+        ));
+    }
+    let mut worst = 0;
+    let mut report = |model: &str,
+                      results: Vec<(u32, Vec<(u64, u32)>)>,
+                      lines: &mut Vec<String>| {
+        for (pos, steps) in results {
+            let units: Vec<String> = steps
+                .iter()
+                .map(|(u, s)| format!("{u} (stage {s})"))
+                .collect();
+            let most = steps.iter().map(|(u, _)| *u).max().unwrap_or(0);
+            worst = worst.max(most);
+            lines.push(format!(
+                "| {model}, token at position {pos} | {} steps = {} transactions | at most {most} CU | {} |",
+                steps.len(),
+                steps.len(),
+                units.join(", ")
+            ));
+        }
+    };
+    let results = steps_per_token(&mut bank, &p, &stories, &[1, 64, 255]).await;
+    report("stories260K", results, &mut lines);
+
+    let shape = crate::fixtures::stories15m_sections();
+    let mut artifact = vec![];
+    shape.0.iter().for_each(|s| artifact.extend_from_slice(s));
+    let q = {
+        let q = planted(&mut bank, shape.0.clone()).await;
+        seal_all(&mut bank, &q, 0).await;
+        q
+    };
+    let results = steps_per_token(&mut bank, &q, &artifact, &[1, 64, 255]).await;
+    report("stories15M shape", results, &mut lines);
+    for line in &lines {
+        println!("{line}");
+    }
+    assert!(
+        worst <= STEP_GOAL,
+        "a step took {worst} CU, over {STEP_GOAL}"
+    );
+}
