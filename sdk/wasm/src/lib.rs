@@ -26,6 +26,8 @@ struct Global {
     model: Option<Model<'static>>,
     error: [u8; 1024],
     error_len: usize,
+    code: [u8; 64],
+    code_len: usize,
     out: [u32; 4],
     /// The first free byte of linear memory (0 before the first allocation).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -40,6 +42,8 @@ static GLOBAL: Cell = Cell(UnsafeCell::new(Global {
     model: None,
     error: [0; 1024],
     error_len: 0,
+    code: [0; 64],
+    code_len: 0,
     out: [0; 4],
     heap: 0,
 }));
@@ -64,7 +68,7 @@ impl Write for Message<'_> {
     }
 }
 
-fn fail(e: impl core::fmt::Display) -> i32 {
+fn fail(e: impl core::fmt::Display + core::fmt::Debug) -> i32 {
     let g = global();
     let mut m = Message {
         buf: &mut g.error,
@@ -72,6 +76,25 @@ fn fail(e: impl core::fmt::Display) -> i32 {
     };
     let _ = write!(m, "{e}");
     g.error_len = m.len;
+    // The variant's name from the Debug form ("StepsPastContext { .. }"; a format error
+    // inside a run error by its own variant: "Format(FieldOutOfRange { .. })").
+    let mut d = Message {
+        buf: &mut g.code,
+        len: 0,
+    };
+    let _ = write!(d, "{e:?}");
+    let len = d.len;
+    let start = if g.code[..len].starts_with(b"Format(") {
+        7
+    } else {
+        0
+    };
+    let n = g.code[start..len]
+        .iter()
+        .position(|b| !b.is_ascii_alphanumeric())
+        .unwrap_or(len - start);
+    g.code.copy_within(start..start + n, 0);
+    g.code_len = n;
     -1
 }
 
@@ -84,6 +107,17 @@ pub extern "C" fn curta_error() -> *const u8 {
 #[no_mangle]
 pub extern "C" fn curta_error_len() -> u32 {
     global().error_len as u32
+}
+
+/// The Rust error variant's name of the last failed call (e.g. `StepsPastContext`).
+#[no_mangle]
+pub extern "C" fn curta_error_code() -> *const u8 {
+    global().code.as_ptr()
+}
+
+#[no_mangle]
+pub extern "C" fn curta_error_code_len() -> u32 {
+    global().code_len as u32
 }
 
 /// Four u32 results of the last advance: the progress kind's position, the token (or argmax),
@@ -349,6 +383,22 @@ pub unsafe extern "C" fn curta_decode(previous: u32, token: u32, out: *mut u8) -
             b.len() as i32
         }
         Err(e) => fail(e),
+    }
+}
+
+/// `parse_fixed16`: a decimal setting (temperature, top-p) as the CLI reads it, with 16
+/// fractional bits; −1 when it is not such a decimal.
+///
+/// # Safety
+/// `text..text + len` lies in linear memory.
+#[no_mangle]
+pub unsafe extern "C" fn curta_parse_fixed16(text: *const u8, len: u32) -> i64 {
+    match core::str::from_utf8(bytes(text, len))
+        .ok()
+        .and_then(curta_core::infer::parse_fixed16)
+    {
+        Some(v) => v as i64,
+        None => -1,
     }
 }
 
