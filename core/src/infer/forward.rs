@@ -108,13 +108,60 @@ impl<'a> Input<'a> {
 /// Σ b × x from x's 16-bit halves: 2^16 Σ b × hi + Σ b × lo. Each sum is kept in 32 bits:
 /// |hi| ≤ 2^11 and |lo| ≤ 2^15, so even a lane of eight that adds 2 × 128 products of a
 /// 2,048-column row stays under 2^31 (256 × 255 × 2^15 = 2,139,095,040).
-#[cfg(not(target_os = "solana"))]
+#[cfg(not(any(
+    target_os = "solana",
+    all(target_arch = "wasm32", target_feature = "simd128")
+)))]
 #[inline(always)]
 fn halves_dot(weights: &[u8], hi: &[i16], lo: &[i16]) -> i64 {
     let (mut sum_hi, mut sum_lo) = (0i32, 0i32);
     for i in 0..weights.len() {
         sum_hi += weights[i] as i32 * hi[i] as i32;
         sum_lo += weights[i] as i32 * lo[i] as i32;
+    }
+    ((sum_hi as i64) << 16) + sum_lo as i64
+}
+
+/// [`halves_dot`] for WebAssembly with SIMD128 (the SDK's engine, scripts/build-wasm): eight
+/// columns per `i32x4.dot_i16x8_s` (the bytes widened to i16, at most 255, so a pair's sum never
+/// leaves i32). The same two 32-bit sums as the portable loop, in another order (addition mod
+/// 2^32 is associative), so the same integer. The SDK's tests compare every run of
+/// sdk/test/golden/run.json (tokens and state bytes) with the native engine's.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn halves_dot(weights: &[u8], hi: &[i16], lo: &[i16]) -> i64 {
+    use core::arch::wasm32::{
+        i32x4_add, i32x4_dot_i16x8, i32x4_extract_lane, i32x4_splat, u16x8_load_extend_u8x8, v128,
+        v128_load,
+    };
+    let n = weights.len();
+    let (hi, lo) = (&hi[..n], &lo[..n]);
+    let mut acc_hi = i32x4_splat(0);
+    let mut acc_lo = i32x4_splat(0);
+    let whole = n / 8 * 8;
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 8 <= n, the length of all three slices; loads may be unaligned.
+        unsafe {
+            let w = u16x8_load_extend_u8x8(weights.as_ptr().add(i));
+            let h = v128_load(hi.as_ptr().add(i) as *const v128);
+            let l = v128_load(lo.as_ptr().add(i) as *const v128);
+            acc_hi = i32x4_add(acc_hi, i32x4_dot_i16x8(w, h));
+            acc_lo = i32x4_add(acc_lo, i32x4_dot_i16x8(w, l));
+        }
+        i += 8;
+    }
+    let lanes = |v: v128| {
+        i32x4_extract_lane::<0>(v)
+            .wrapping_add(i32x4_extract_lane::<1>(v))
+            .wrapping_add(i32x4_extract_lane::<2>(v))
+            .wrapping_add(i32x4_extract_lane::<3>(v))
+    };
+    let (mut sum_hi, mut sum_lo) = (lanes(acc_hi), lanes(acc_lo));
+    let tail = weights[whole..].iter().zip(&hi[whole..]).zip(&lo[whole..]);
+    for ((&w, &h), &l) in tail {
+        sum_hi = sum_hi.wrapping_add(w as i32 * h as i32);
+        sum_lo = sum_lo.wrapping_add(w as i32 * l as i32);
     }
     ((sum_hi as i64) << 16) + sum_lo as i64
 }
