@@ -320,10 +320,7 @@ fn attention_head_any(
         .take(positions)
         .zip(att.chunks_exact_mut(4))
     {
-        let mut dot = 0i64;
-        for (&qj, b) in query.iter().zip(k[head.clone()].chunks_exact(4)) {
-            dot += qj * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
-        }
+        let dot = head_dot(query, q, &k[head.clone()]);
         let score = saturate(mul_q24(shift_round(dot, 16), inv_sqrt));
         a.copy_from_slice(&score.to_le_bytes());
         max = max.max(score);
@@ -348,12 +345,7 @@ fn attention_head_any(
     {
         let e = u32::from_le_bytes([a[0], a[1], a[2], a[3]]) as u64;
         let w = ((e * reciprocal) >> 32) as i64;
-        for (acc, b) in acc[..head_size]
-            .iter_mut()
-            .zip(v[head.clone()].chunks_exact(4))
-        {
-            *acc += w * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
-        }
+        accumulate(&mut acc[..head_size], w, &v[head.clone()]);
     }
     let mut sum = 0i64;
     for (j, &a) in acc[..head_size].iter().enumerate() {
@@ -362,6 +354,99 @@ fn attention_head_any(
         sum += v as i64;
     }
     sum
+}
+
+/// Σ_j q_j × k_j over one head: `query` holds q widened to i64, `q` the same values as
+/// little-endian i32 bytes, `key` the cached key's slice. Exact in i64 (|q|, |k| ≤ 2^27, at most
+/// 64 terms: ≤ 2^60), so any order of the additions gives the same integer.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline(always)]
+fn head_dot(query: &[i64], _q: &[u8], key: &[u8]) -> i64 {
+    let mut dot = 0i64;
+    for (&qj, b) in query.iter().zip(key.chunks_exact(4)) {
+        dot += qj * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    }
+    dot
+}
+
+/// [`head_dot`] with SIMD128: four products per `i64x2.extmul_{low,high}_i32x4_s` pair.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
+    use core::arch::wasm32::{
+        i64x2_add, i64x2_extmul_high_i32x4, i64x2_extmul_low_i32x4, i64x2_extract_lane,
+        i64x2_splat, v128, v128_load,
+    };
+    let n = query.len();
+    let (q, key) = (&q[..4 * n], &key[..4 * n]);
+    let whole = n / 4 * 4;
+    let mut acc = i64x2_splat(0);
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: 4 × (i + 4) <= 4n, the length of both slices; loads may be unaligned.
+        unsafe {
+            let a = v128_load(q.as_ptr().add(4 * i) as *const v128);
+            let b = v128_load(key.as_ptr().add(4 * i) as *const v128);
+            acc = i64x2_add(acc, i64x2_extmul_low_i32x4(a, b));
+            acc = i64x2_add(acc, i64x2_extmul_high_i32x4(a, b));
+        }
+        i += 4;
+    }
+    let mut dot = i64x2_extract_lane::<0>(acc) + i64x2_extract_lane::<1>(acc);
+    for (&qj, b) in query[whole..].iter().zip(key[4 * whole..].chunks_exact(4)) {
+        dot += qj * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    }
+    dot
+}
+
+/// acc_j += w × value_j over one head (w a weight, 0 to 2^30; every partial sum ≤ 2^57).
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline(always)]
+fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
+    for (acc, b) in acc.iter_mut().zip(value.chunks_exact(4)) {
+        *acc += w * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    }
+}
+
+/// [`accumulate`] with SIMD128: w fits an i32 (at most 2^30), so each product is one lane of
+/// `i64x2.extmul_{low,high}_i32x4_s`, exact.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
+    use core::arch::wasm32::{
+        i32x4_splat, i64x2_add, i64x2_extmul_high_i32x4, i64x2_extmul_low_i32x4, v128, v128_load,
+        v128_store,
+    };
+    debug_assert!((0..=1 << 30).contains(&w));
+    let n = acc.len();
+    let value = &value[..4 * n];
+    let ws = i32x4_splat(w as i32);
+    let whole = n / 4 * 4;
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 4 <= n (acc) and 4 × (i + 4) <= 4n (value); loads and stores may be
+        // unaligned.
+        unsafe {
+            let v = v128_load(value.as_ptr().add(4 * i) as *const v128);
+            let low = acc.as_mut_ptr().add(i) as *mut v128;
+            let high = acc.as_mut_ptr().add(i + 2) as *mut v128;
+            v128_store(
+                low,
+                i64x2_add(v128_load(low), i64x2_extmul_low_i32x4(v, ws)),
+            );
+            v128_store(
+                high,
+                i64x2_add(v128_load(high), i64x2_extmul_high_i32x4(v, ws)),
+            );
+        }
+        i += 4;
+    }
+    for (acc, b) in acc[whole..]
+        .iter_mut()
+        .zip(value[4 * whole..].chunks_exact(4))
+    {
+        *acc += w * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    }
 }
 
 /// SiLU of `v` (16 fractional bits) from its table: the identity from 16 on, zero below −16,
