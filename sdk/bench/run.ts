@@ -12,51 +12,13 @@
 // native column is skipped and the script says so.
 //
 // npm run bench:run [-- RUNS]     (npm run bench runs this, then the hash benchmark)
-import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
-import { join } from 'node:path'
 import { Runner } from '../src/index.js'
-import { artifactPath, repoDir } from '../test/support/files.js'
+import { artifactPath } from '../test/support/files.js'
+import { native, STEPS as steps } from './native.js'
 
 const runs = Number(process.argv[2] ?? 3)
-const steps = 256
-const target = process.env.CARGO_TARGET_DIR ?? join(repoDir, 'target')
-
-interface Native {
-  what: string
-  run(path: string): { tokens: number[]; tokensPerSecond: number }
-}
-
-function native(): Native | undefined {
-  const client = process.env.CURTA_CLIENT ?? join(target, 'release', 'client')
-  if (existsSync(client)) {
-    return {
-      what: `client run (${client})`,
-      run(path) {
-        const out = execFileSync(client, ['run', path, '--prompt-tokens', '1', '--steps', String(steps), '--temperature', '0', '--output', 'json'], {
-          encoding: 'utf8',
-          stdio: ['ignore', 'pipe', 'ignore'],
-        })
-        const j = JSON.parse(out.slice(out.indexOf('{"prompt_tokens"')))
-        return { tokens: j.tokens, tokensPerSecond: j.tokens_per_second }
-      },
-    }
-  }
-  const example = join(target, 'release', 'examples', 'run')
-  if (!existsSync(example)) {
-    console.error(`no client at ${client}: building curta-core's run example (cargo build --release -p curta-core --example run)`)
-    const b = spawnSync('cargo', ['build', '--release', '--quiet', '-p', 'curta-core', '--example', 'run'], { cwd: repoDir, stdio: 'inherit' })
-    if (b.status !== 0) return undefined
-  }
-  return {
-    what: `curta-core's run example (${example}; the client is not built: ${client})`,
-    run(path) {
-      const j = JSON.parse(execFileSync(example, [path, String(steps)], { encoding: 'utf8' }))
-      return { tokens: j.tokens, tokensPerSecond: j.tokens_per_second }
-    },
-  }
-}
 
 async function wasm(r: Runner): Promise<{ tokens: number[]; tokensPerSecond: number }> {
   const t = performance.now()
@@ -67,7 +29,7 @@ async function wasm(r: Runner): Promise<{ tokens: number[]; tokensPerSecond: num
 
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!
 
-const n = native()
+const n = native({ build: true })
 console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown CPU'}; Node ${process.versions.node}; median of ${runs} runs, ${steps} steps, greedy, one thread`)
 console.log(n ? `native: ${n.what}` : 'native: SKIPPED (neither the client nor curta-core\'s run example could be built)')
 console.log('model               native tok/s   wasm tok/s (Node)   wasm / native')

@@ -15,6 +15,7 @@ import { pathToFileURL } from 'node:url'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { artifactPath, golden, readArtifact, sdkDir } from '../support/files.js'
 import { chainFixture, startMockRpc, type MockRpc } from '../support/mock-rpc.js'
+import { native, type Native } from '../../bench/native.js'
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const output = join(sdkDir, 'test', 'output')
@@ -73,6 +74,27 @@ async function runInPage(prompt: string, steps: number, temperature: string, top
   await page.waitForSelector('#run-output[data-state="done"], #run-output[data-state="stopped"], #run-output[data-state="error"]', { timeout: 120_000 })
 }
 
+/**
+ * Tokens per second of 256 greedy tokens from token 1 in the page: the median of 3 runs after a
+ * warm-up (the engine's tier-up to optimized code), each followed by a native run of the same
+ * (when built) so that both see the same machine load.
+ */
+async function speed(name: string, n: Native | undefined): Promise<{ wasm: number; native: number }> {
+  const wasm: number[] = []
+  const nat: number[] = []
+  for (let i = 0; i < 4; i++) {
+    await runInPage('', 256, '0')
+    assert.equal(await page.getAttribute('#run-output', 'data-state'), 'done')
+    const m = /^256 tokens in [0-9.]+ s, ([0-9.]+) tokens\/s;/.exec((await page.textContent('#run-stats'))!)
+    assert.ok(m, 'the page reports tokens per second')
+    if (i === 0) continue
+    wasm.push(Number(m[1]))
+    if (n) nat.push(n.run(artifactPath(name)).tokensPerSecond)
+  }
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[1] ?? NaN
+  return { wasm: median(wasm), native: median(nat) }
+}
+
 const pageTokens = async () => (await page.getAttribute('#run-output', 'data-tokens'))!.split(',').map(Number)
 
 test('stories260K: the page shows the configuration, sections and matrices, and the Rust core’s hash', async () => {
@@ -103,7 +125,7 @@ test('run: a typed prompt, 32 greedy tokens of stories260K streamed by the worke
   assert.deepEqual((await page.getAttribute('#run-output', 'data-prompt-tokens'))!.split(',').map(Number), v.promptTokens)
   assert.deepEqual(await pageTokens(), v.tokens)
   assert.equal(await page.textContent('#run-output'), v.prompt + v.text)
-  assert.match((await page.textContent('#run-stats'))!, /^32 tokens in [0-9.]+ s of engine time, [0-9.]+ tokens\/s; seed 0; steps done$/)
+  assert.match((await page.textContent('#run-stats'))!, /^32 tokens in [0-9.]+ s, [0-9.]+ tokens\/s; seed 0; steps done$/)
   await page.screenshot({ path: join(output, 'runner.png'), fullPage: true })
 })
 
@@ -174,12 +196,9 @@ test('stories15M shape (16.5 MB): the browser hashes it to the Rust core’s has
 })
 
 test('run: Stop ends a long run between tokens while the page stays responsive; tokens per second in Chromium', async () => {
-  // stories15M shape: 256 greedy tokens from token 1 (an empty prompt), as npm run bench:run;
-  // the second run is the figure (the first includes the engine's tier-up to optimized code).
-  await runInPage('', 256, '0')
-  await runInPage('', 256, '0')
-  assert.equal(await page.getAttribute('#run-output', 'data-state'), 'done')
-  const big = (await page.textContent('#run-stats'))!
+  // stories15M shape: 256 greedy tokens from token 1 (an empty prompt), as npm run bench:run.
+  const n = native({ build: false })
+  const big = await speed('stories15M', n)
   // A long sampled run, stopped once tokens flow; the page answers meanwhile.
   await page.waitForSelector('#run-card[data-state="ready"]')
   await page.fill('#prompt', '')
@@ -196,11 +215,14 @@ test('run: Stop ends a long run between tokens while the page stays responsive; 
   assert.ok(stopped >= 1 && stopped < 256, `${stopped} tokens before Stop`)
   // stories260K, the same 256 greedy tokens.
   await load(artifactPath('stories260K'))
-  await runInPage('', 256, '0')
-  await runInPage('', 256, '0')
-  const small = (await page.textContent('#run-stats'))!
-  console.log(`in Chromium (worker, WebAssembly): stories15M shape: ${big}`)
-  console.log(`in Chromium (worker, WebAssembly): stories260K: ${small}`)
+  const small = await speed('stories260K', n)
+  const row = (label: string, f: { wasm: number; native: number }) =>
+    `${label.padEnd(18)}${(n ? f.native.toFixed(1) : 'skipped').padStart(13)}${f.wasm.toFixed(1).padStart(24)}${(n ? (f.wasm / f.native).toFixed(3) : '-').padStart(16)}`
+  console.log(`in Chromium ${context.browser()?.version() ?? ''} (the page's worker), 256 greedy steps from token 1, median of 3 runs after a warm-up;`)
+  console.log(`native: ${n ? `${n.what}, one run after each of the page's` : 'SKIPPED (neither the client nor curta-core\'s run example is built)'}`)
+  console.log('model               native tok/s   wasm tok/s (Chromium)   wasm / native')
+  console.log(row('stories15M-shape', big))
+  console.log(row('stories260K', small))
   console.log(`in Chromium: a timer on the page's main thread fired ${lag.toFixed(1)} ms late during a run`)
 })
 

@@ -233,18 +233,18 @@ function loadRunner(bytes: Uint8Array, source: string): void {
         $<HTMLButtonElement>('run').disabled = false
         $('run-model').textContent = `context ${fmt(m.contextLength)} tokens, vocabulary ${fmt(m.vocabSize)}`
         break
-      case 'token':
+      case 'tokens':
         if (!generated) {
           generated = document.createTextNode('')
           out.append(generated)
         }
         generated.appendData(m.text)
-        $('run-stats').textContent = `${fmt(m.index + 1)} tokens, ${m.tokensPerSecond.toFixed(1)} tokens/s`
+        $('run-stats').textContent = `${fmt(m.count)} tokens, ${m.tokensPerSecond.toFixed(1)} tokens/s`
         break
       case 'done': {
         setRunning(false)
         const end = m.end === 'end-token' ? 'ended by the model (token 1 or 2)' : m.end === 'stopped' ? 'stopped' : 'steps done'
-        $('run-stats').textContent = `${fmt(m.tokens.length)} tokens in ${m.seconds.toFixed(3)} s of engine time, ${m.tokensPerSecond.toFixed(1)} tokens/s; seed ${m.seed}; ${end}`
+        $('run-stats').textContent = `${fmt(m.tokens.length)} tokens in ${m.seconds.toFixed(3)} s, ${m.tokensPerSecond.toFixed(1)} tokens/s; seed ${m.seed}; ${end}`
         out.dataset.tokens = m.tokens.join(',')
         out.dataset.promptTokens = m.promptTokens.join(',')
         $('run-ids').textContent = `prompt [${m.promptTokens.join(', ')}] → [${m.tokens.join(', ')}]`
