@@ -623,7 +623,12 @@ fn runs_json(small: &[u8], gqa: &[u8], random: &[(String, Config, bool, u64, Vec
     for c in &gqa_cases {
         runs.push(run_json("gqa", gqa, c));
     }
+    // The first score is sdk/README.md's snippet (test/snippets/run.ts): "Once upon a time".
+    let artifact = decode(small).expect("stories260K");
+    let mut prompt = vec![0; once.len() + 2];
+    let n = encode(artifact.metadata(), once.as_bytes(), &mut prompt).expect("encode");
     let mut scores = vec![
+        score_json("stories260K", small, &prompt[..n]),
         score_json(
             "stories260K",
             small,
