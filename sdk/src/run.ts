@@ -90,7 +90,10 @@ export interface GenerateOptions {
   prompt?: string | readonly number[]
   /** The most tokens to generate (default 256, or what the context leaves). */
   steps?: number
-  /** 0 (greedy) to 16, a decimal number or string, read as `round(value × 2^16)` on its digits (default 1). */
+  /**
+   * 0 (greedy) to 16, a decimal string, read as `round(value × 2^16)` on its digits by the core's
+   * parser (default 1); a number is first written with 12 decimals.
+   */
   temperature?: number | string
   /** Above 0, at most 1 (default 0.9). */
   topP?: number | string
@@ -186,7 +189,11 @@ export class Runner {
         file.set(s, at)
         at += s.length
       }
-    } else file = (source as Artifact).bytes
+    } else file = (source as Artifact | undefined)?.bytes as Uint8Array
+    if (!(file instanceof Uint8Array))
+      throw new TypeError('Runner.create takes a decoded Artifact, the file as a Uint8Array, or its sections (Uint8Arrays)')
+    for (const part of Array.isArray(source) ? (source as readonly unknown[]) : [])
+      if (!(part instanceof Uint8Array)) throw new TypeError('Runner.create: every section must be a Uint8Array')
     const instance = await WebAssembly.instantiate(await engineModule(), {})
     const x = instance.exports as unknown as Exports
     const ptr = x.curta_alloc(file.length)
@@ -489,11 +496,14 @@ function checkId(what: string, v: number): void {
     throw new CurtaRunError('NotATokenId', `${what} is ${v}, not a token id (an integer from 0)`, { what, value: String(v) })
 }
 
-/** A number's decimal digits for the core's parser (no exponent: 1e-7 is refused there). */
+/**
+ * A number's decimal digits for the core's parser: written with 12 decimals (`toFixed(12)`, the
+ * parser's limit), trailing zeros dropped, so 0.8 is "0.8" and 0.1 + 0.2 is "0.3".
+ */
 function numberText(v: number, what: string): string {
-  if (!Number.isFinite(v) || v < 0)
-    throw new CurtaRunError('NotADecimal', `${what} ${v} is not a decimal number from 0`, { what, value: String(v) })
-  return String(v)
+  if (!Number.isFinite(v) || v < 0 || v >= 65_536)
+    throw new CurtaRunError('NotADecimal', `${what} ${v} is not a decimal number from 0 below 65,536`, { what, value: String(v) })
+  return v.toFixed(12).replace(/\.?0+$/, '')
 }
 
 export { ONE as FIXED_ONE }

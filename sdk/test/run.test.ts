@@ -291,6 +291,12 @@ test('bad settings and prompts are refused before any work, naming the value (th
   await refused(go({ steps: 4, temperature: 1, topP: '1.5', seed: 1 }), 'TopP', 'top-p 1.5 is out of range: above 0, at most 1')
   await refused(go({ steps: 4, temperature: '1e-3' }), 'NotADecimal', /temperature "1e-3" is not a decimal/)
   await refused(go({ steps: 4, temperature: -1 }), 'NotADecimal', /temperature -1/)
+  await refused(go({ steps: 4, temperature: 1e21 }), 'NotADecimal', /temperature 1e\+21/)
+  assert.equal(r.parseFixed16(0.1 + 0.2, 'temperature'), r.parseFixed16('0.3', 'temperature'))
+  assert.equal(r.parseFixed16(0.8, 'temperature'), 52_429)
+  assert.equal(r.parseFixed16('0.9', 'top-p'), 58_982)
+  await assert.rejects(() => Runner.create(undefined as never), TypeError)
+  await assert.rejects(() => Runner.create([new Uint8Array(4), 'x'] as never), TypeError)
   await refused(go({ steps: 4, temperature: 'hot' }), 'NotADecimal', /"hot"/)
   await refused(go({ steps: 4, temperature: 1, seed: 2 ** 60 }), 'SeedRange', /not an integer/)
   await refused(go({ steps: 4, temperature: 1, seed: 1n << 64n }), 'SeedRange', /outside 0 to 2\^64/)
@@ -332,7 +338,7 @@ test('a damaged artifact is refused with the Rust reader’s error, as decodeArt
     await refused(() => Runner.create(bytes), c.error, c.message)
     n++
   }
-  assert.ok(n >= 45, `${n} cases`)
+  assert.equal(n, 49, `${n} cases`)
 })
 
 test('one run at a time per runner', async () => {
