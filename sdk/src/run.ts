@@ -57,8 +57,6 @@ export function engineModule(): Promise<WebAssembly.Module> {
 export { wasmBytes as engineBytes }
 
 const U64_MAX = (1n << 64n) - 1n
-/** Settings in 16 fractional bits. */
-const ONE = 65_536
 
 /** What one advance reached (docs/inference.md, "Stages"). */
 export type Progress =
@@ -155,8 +153,9 @@ const now = () => (typeof performance !== 'undefined' ? performance.now() : Date
  * does one run at a time.
  */
 export class Runner {
-  /** The model's configuration fields, as the artifact's header has them. */
+  /** The run's state buffer, in bytes (`state_len` of the model's configuration). */
   readonly stateLength: number
+  /** The model's vocabulary and context, from the artifact's header. */
   readonly vocabSize: number
   readonly contextLength: number
   private readonly x: Exports
@@ -505,5 +504,3 @@ function numberText(v: number, what: string): string {
     throw new CurtaRunError('NotADecimal', `${what} ${v} is not a decimal number from 0 below 65,536`, { what, value: String(v) })
   return v.toFixed(12).replace(/\.?0+$/, '')
 }
-
-export { ONE as FIXED_ONE }
