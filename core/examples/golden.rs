@@ -9,9 +9,21 @@
 //! configuration, block offsets, section table, matrix descriptors, sampled token entries and
 //! the weights hash, as the Rust reader reads them) and malformed.json: damaged copies of the
 //! stories260K and gqa artifacts with the error the Rust reader gives for each.
+//!
+//! Runs (run.json, for the SDK's WebAssembly engine): generations written by `curta_core::infer`
+//! (prompt, settings, the generated ids, the text, how the run ended and the SHA-256 of the whole
+//! state buffer at its end) on stories260K and gqa, greedy and sampled with several seeds;
+//! teacher-forced scores (argmax and negative log-likelihood per position); and eight random small
+//! configurations (random-N.curta in ARTIFACT_DIR, synthetic checkpoints from a fixed seed), each
+//! with greedy and sampled runs and a score.
 
 use curta_core::convert::{convert, synth};
+use curta_core::infer::{
+    decode as decode_token, encode, parse_fixed16, state_len, Model, Progress, Run, Settings,
+    Status,
+};
 use curta_core::{decode, weights_hash, Config, FormatError};
+use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -422,6 +434,269 @@ fn malformed_json(bases: &[(&str, &[u8])]) -> String {
     format!("[\n{}\n]\n", entries.join(",\n"))
 }
 
+/// One generation to record: a text or token prompt, steps, settings as the CLI reads them.
+struct RunCase {
+    prompt: Prompt,
+    steps: u32,
+    temperature: &'static str,
+    top_p: &'static str,
+    seed: u64,
+}
+
+enum Prompt {
+    Text(&'static str),
+    Tokens(Vec<u32>),
+}
+
+fn case(
+    prompt: Prompt,
+    steps: u32,
+    temperature: &'static str,
+    top_p: &'static str,
+    seed: u64,
+) -> RunCase {
+    RunCase {
+        prompt,
+        steps,
+        temperature,
+        top_p,
+        seed,
+    }
+}
+
+fn ids(v: &[u32]) -> String {
+    v.iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The case run by curta-core to its end, as JSON.
+fn run_json(name: &str, bytes: &[u8], c: &RunCase) -> String {
+    let artifact = decode(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let model = Model::from_artifact(&artifact).expect("model");
+    let meta = model.metadata();
+    let prompt = match &c.prompt {
+        Prompt::Text(t) => {
+            let mut out = vec![0; t.len() + 2];
+            let n = encode(meta, t.as_bytes(), &mut out).expect("encode");
+            out.truncate(n);
+            out
+        }
+        Prompt::Tokens(t) => t.clone(),
+    };
+    let settings = Settings {
+        temperature: parse_fixed16(c.temperature).expect("temperature"),
+        top_p: parse_fixed16(c.top_p).expect("top-p"),
+        seed: c.seed,
+    };
+    let mut state = vec![0u8; state_len(&model.config())];
+    let mut run = Run::start(&mut state, &model, &prompt, c.steps, settings)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (mut tokens, mut text) = (Vec::new(), Vec::new());
+    let mut previous = *prompt.last().expect("prompt");
+    let end = loop {
+        match run.advance(&model, u64::MAX).expect("advance") {
+            Progress::Token { id, .. } => {
+                text.extend_from_slice(decode_token(meta, previous, id).expect("decode").bytes());
+                tokens.push(id);
+                previous = id;
+            }
+            Progress::Finished(status) => break status,
+            _ => {}
+        }
+    };
+    let prompt_text = match &c.prompt {
+        Prompt::Text(t) => format!("\"prompt\": {}, ", quote(t)),
+        Prompt::Tokens(_) => String::new(),
+    };
+    format!(
+        "    {{\"model\": {}, {prompt_text}\"promptTokens\": [{}], \"steps\": {}, \"temperature\": {}, \"topP\": {}, \"seed\": \"{}\", \"tokens\": [{}], \"text\": {}, \"end\": {}, \"stateLength\": {}, \"stateSha256\": \"{}\"}}",
+        quote(name),
+        ids(&prompt),
+        c.steps,
+        quote(c.temperature),
+        quote(c.top_p),
+        c.seed,
+        ids(&tokens),
+        quote(&String::from_utf8_lossy(&text)),
+        quote(match end {
+            Status::EndToken => "end-token",
+            _ => "done",
+        }),
+        state.len(),
+        hex(&Sha256::digest(&state))
+    )
+}
+
+/// Teacher forcing over `tokens` (at most the context): argmax and −ln p(next) per position,
+/// the latter in f64 from the Q16 logits as `client perplexity` computes it.
+fn score_json(name: &str, bytes: &[u8], tokens: &[u32]) -> String {
+    let artifact = decode(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let model = Model::from_artifact(&artifact).expect("model");
+    let vocab = model.config().vocab_size;
+    let mut state = vec![0u8; state_len(&model.config())];
+    let mut run = Run::score(&mut state, &model, tokens).expect("score");
+    let (mut argmax, mut nll) = (Vec::new(), Vec::new());
+    loop {
+        match run.advance(&model, u64::MAX).expect("advance") {
+            Progress::Scored { pos, argmax: best } => {
+                argmax.push(best);
+                let logit = |i: u32| run.logit(i) as f64 / 65_536.0;
+                let max = (0..vocab).map(logit).fold(f64::MIN, f64::max);
+                let sum: f64 = (0..vocab).map(|i| (logit(i) - max).exp()).sum();
+                nll.push(max + sum.ln() - logit(tokens[pos as usize + 1]));
+            }
+            Progress::Finished(_) => break,
+            _ => {}
+        }
+    }
+    let nll: Vec<String> = nll.iter().map(|v| format!("{v:?}")).collect();
+    format!(
+        "    {{\"model\": {}, \"tokens\": [{}], \"argmax\": [{}], \"nll\": [{}], \"stateSha256\": \"{}\"}}",
+        quote(name),
+        ids(tokens),
+        ids(&argmax),
+        nll.join(", "),
+        hex(&Sha256::digest(&state))
+    )
+}
+
+/// A random small configuration the format allows (head size even, at most 64).
+fn random_config(rng: &mut synth::Rng) -> Config {
+    let heads = [1, 2, 4][rng.below(3) as usize];
+    let head_size = [2, 4, 8, 16][rng.below(4) as usize];
+    let kv_divisors: Vec<u32> = (1..=heads).filter(|k| heads % k == 0).collect();
+    Config {
+        dim: heads * head_size,
+        hidden_dim: 1 + rng.below(48) as u32,
+        layers: 1 + rng.below(3) as u32,
+        heads,
+        kv_heads: kv_divisors[rng.below(kv_divisors.len() as u64) as usize],
+        vocab_size: 259 + rng.below(200) as u32,
+        context_length: 4 + rng.below(28) as u32,
+    }
+}
+
+/// The random configurations: (name, configuration, tied, seed, artifact).
+fn random_models() -> Vec<(String, Config, bool, u64, Vec<u8>)> {
+    let mut rng = synth::Rng::new(2026);
+    (0..8)
+        .map(|i| {
+            let c = random_config(&mut rng);
+            let tied = rng.below(2) == 0;
+            let seed = 100 + i;
+            let bytes = convert(
+                &synth::checkpoint(&c, tied, seed),
+                &synth::tokenizer(c.vocab_size, seed),
+            )
+            .unwrap_or_else(|e| panic!("random {i} ({c:?}): {e}"));
+            (format!("random-{i}"), c, tied, seed, bytes)
+        })
+        .collect()
+}
+
+fn runs_json(small: &[u8], gqa: &[u8], random: &[(String, Config, bool, u64, Vec<u8>)]) -> String {
+    let mut runs = Vec::new();
+    let once = "Once upon a time";
+    let small_cases = [
+        // The verifier page's test: 32 greedy tokens after this prompt.
+        case(Prompt::Text(once), 32, "0", "0.9", 0),
+        case(Prompt::Tokens(vec![1]), 64, "0", "1", 0),
+        case(Prompt::Text(once), 48, "0.8", "0.9", 1),
+        case(Prompt::Text(once), 48, "0.8", "0.9", 7),
+        case(Prompt::Text(once), 48, "0.8", "0.9", 42),
+        case(Prompt::Text("Lily and Tom"), 40, "1", "1", 3),
+        case(Prompt::Tokens(vec![1]), 40, "1.3", "0.5", 1234567890123),
+        case(Prompt::Text(once), 12, "0.5", "0.95", u64::MAX),
+    ];
+    for c in &small_cases {
+        runs.push(run_json("stories260K", small, c));
+    }
+    let gqa_cases = [
+        case(Prompt::Text("once upon a time"), 40, "0", "0.9", 0),
+        case(Prompt::Tokens(vec![1, 300, 301]), 60, "0", "1", 0),
+        case(Prompt::Text("once upon a time"), 40, "0.8", "0.9", 5),
+        case(Prompt::Text("once upon a time"), 40, "0.8", "0.9", 11),
+        case(Prompt::Tokens(vec![1]), 40, "1", "1", 99),
+    ];
+    for c in &gqa_cases {
+        runs.push(run_json("gqa", gqa, c));
+    }
+    // The first score is sdk/README.md's snippet (test/snippets/run.ts): "Once upon a time".
+    let artifact = decode(small).expect("stories260K");
+    let mut prompt = vec![0; once.len() + 2];
+    let n = encode(artifact.metadata(), once.as_bytes(), &mut prompt).expect("encode");
+    let mut scores = vec![
+        score_json("stories260K", small, &prompt[..n]),
+        score_json(
+            "stories260K",
+            small,
+            &[
+                1, 403, 407, 261, 378, 410, 283, 365, 272, 379, 267, 400, 303, 418, 270, 368, 258,
+                2,
+            ],
+        ),
+        score_json(
+            "gqa",
+            gqa,
+            &[1, 300, 301, 302, 259, 400, 500, 511, 2, 1, 260],
+        ),
+    ];
+    let mut rng = synth::Rng::new(7);
+    let mut randoms = Vec::new();
+    for (name, c, tied, seed, bytes) in random {
+        let p = 1 + rng.below(3.min(c.context_length as u64 - 1)) as usize;
+        let prompt: Vec<u32> = (0..p)
+            .map(|i| {
+                if i == 0 {
+                    1
+                } else {
+                    3 + rng.below(c.vocab_size as u64 - 3) as u32
+                }
+            })
+            .collect();
+        let room = c.context_length + 1 - p as u32;
+        let cases = [
+            case(Prompt::Tokens(prompt.clone()), room, "0", "0.9", 0),
+            case(
+                Prompt::Tokens(prompt.clone()),
+                room,
+                "0.9",
+                "0.9",
+                1 + rng.below(1 << 40),
+            ),
+            case(
+                Prompt::Tokens(prompt.clone()),
+                room.min(9),
+                "1.5",
+                "1",
+                1 + rng.below(u64::MAX - 1),
+            ),
+        ];
+        for c in &cases {
+            runs.push(run_json(name, bytes, c));
+        }
+        let n = 2 + rng.below(c.context_length as u64 - 1) as usize;
+        let tokens: Vec<u32> = (0..n)
+            .map(|_| rng.below(c.vocab_size as u64) as u32)
+            .collect();
+        scores.push(score_json(name, bytes, &tokens));
+        randoms.push(format!(
+            "    {{\"name\": {}, \"file\": \"{name}.curta\", \"config\": {}, \"tied\": {tied}, \"seed\": {seed}, \"weightsHash\": \"{}\"}}",
+            quote(name),
+            config_json(c),
+            hex(&weights_hash(decode(bytes).expect("decode").sections()))
+        ));
+    }
+    format!(
+        "{{\n  \"randomModels\": [\n{}\n  ],\n  \"runs\": [\n{}\n  ],\n  \"scores\": [\n{}\n  ]\n}}\n",
+        randoms.join(",\n"),
+        runs.join(",\n"),
+        scores.join(",\n")
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 2 || args.len() > 3 {
@@ -450,6 +725,10 @@ fn main() {
     for (name, bytes) in artifacts {
         write(&out.join(format!("{name}.curta")), bytes);
     }
+    let random = random_models();
+    for (name, _, _, _, bytes) in &random {
+        write(&out.join(format!("{name}.curta")), bytes);
+    }
     if let Some(json) = args.get(2) {
         let json = Path::new(json);
         std::fs::create_dir_all(json).unwrap_or_else(|e| panic!("{}: {e}", json.display()));
@@ -459,5 +738,7 @@ fn main() {
         }
         let text = malformed_json(&[("stories260K", &small), ("gqa", &gqa)]);
         write(&json.join("malformed.json"), text.as_bytes());
+        let text = runs_json(&small, &gqa, &random);
+        write(&json.join("run.json"), text.as_bytes());
     }
 }

@@ -1,12 +1,22 @@
 // Bundles the package for browsers (dist/browser/curta-sdk.js: one ES module with its
 // dependencies) and the verifier page: web/dist/index.html, one self-contained file (the script
-// inlined) that opens from disk (file://) or from any static server.
+// inlined) that opens from disk (file://) or from any static server. The page's run worker
+// (web/src/worker.ts, with the WebAssembly engine) is bundled first and inlined into the page's
+// script as a string, which the page starts from a blob: URL.
 import { build } from 'esbuild'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 
 const common = { bundle: true, format: 'esm', platform: 'browser', target: 'es2022', logLevel: 'warning' }
 await build({ ...common, entryPoints: ['src/index.ts'], outfile: 'dist/browser/curta-sdk.js', sourcemap: true })
-const page = await build({ ...common, entryPoints: ['web/src/main.ts'], write: false, minify: true, outfile: 'main.js' })
+const worker = await build({ ...common, format: 'iife', entryPoints: ['web/src/worker.ts'], write: false, minify: true, outfile: 'worker.js' })
+const page = await build({
+  ...common,
+  entryPoints: ['web/src/main.ts'],
+  write: false,
+  minify: true,
+  outfile: 'main.js',
+  define: { __CURTA_WORKER__: JSON.stringify(worker.outputFiles[0].text) },
+})
 const script = page.outputFiles[0].text.replaceAll('</script', '<\\/script')
 const html = await readFile('web/index.html', 'utf8')
 const tag = '<script type="module" src="./main.js"></script>'

@@ -25,3 +25,5 @@ export {
 export type { ModelAccount, ModelState, WeightHeader } from './accounts.js'
 export { CURTA_PROGRAM_ID, modelAddress, weightSeed, weightAddress, fetchModel, verifyModel } from './chain.js'
 export type { VerifyOptions, VerifyProgress, VerifyResult } from './chain.js'
+export { Runner, CurtaRunError, negLogLikelihood, engineModule, engineBytes } from './run.js'
+export type { GenerateOptions, GeneratedToken, Generation, Progress, Scores } from './run.js'

@@ -1,5 +1,6 @@
-// The format documentation's TypeScript snippets (test/snippets/, copied as written) run against
-// the built package (`@curta/sdk` resolves to dist/) in a directory holding stories260K.curta.
+// The format documentation's TypeScript snippets and sdk/README.md's run snippet (test/snippets/,
+// copied as written) run against the built package (`@curta/sdk` resolves to dist/) in a
+// directory holding stories260K.curta.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -33,6 +34,16 @@ test('"Read an artifact" snippet prints the configuration, section lengths and t
     `[ ${g.sections.map((s: { length: number }) => s.length).join(', ')} ]\n` +
     `{ section: ${e.section}, columns: ${e.columns}, rows: ${e.rows}, rowBytes: ${e.rowBytes}, offset: ${e.offset} }\n`
   assert.equal(out, expected)
+})
+
+test('sdk/README.md\'s run snippet streams the Rust core\'s 32 greedy tokens and prints its scores', () => {
+  const g = golden('run')
+  const v = g.runs[0]
+  const s = g.scores[0]
+  assert.deepEqual([v.model, v.prompt, v.steps, v.temperature], ['stories260K', 'Once upon a time', 32, '0'])
+  assert.deepEqual(s.tokens, v.promptTokens)
+  const mean = s.nll.reduce((a: number, b: number) => a + b, 0) / s.nll.length
+  assert.equal(run('run.ts'), `${v.text}\n${s.argmax.join(' ')} ${Math.exp(mean).toFixed(4)}\n`)
 })
 
 test('@curta/sdk/bundle (dist/browser/curta-sdk.js, one file with its dependencies) reads and hashes the same', async () => {

@@ -139,18 +139,87 @@ impl<'a> Input<'a> {
     }
 }
 
-/// Σ b × x from x's 16-bit halves: 2^16 Σ b × hi + Σ b × lo. Each sum is kept in 32 bits:
-/// |hi| ≤ 2^11 and |lo| ≤ 2^15, so even a lane of eight that adds 2 × 128 products of a
-/// 2,048-column row stays under 2^31 (256 × 255 × 2^15 = 2,139,095,040).
+/// Σ b × x from x's 16-bit halves: 2^16 Σ b × hi + Σ b × lo, summed in blocks of
+/// [`BLOCK`] columns. Within a block each sum is kept in 32 bits: |hi| ≤ 2^11 and |lo| ≤ 2^15,
+/// so a block's sum is under 2^31 in magnitude (256 × 255 × 2^15 = 2,139,095,040) and any order
+/// of its additions (mod 2^32, as vector lanes add) gives its exact value; the blocks add in
+/// i64. A whole 2,048-column row in one i32 could reach 2^34 and wrap.
+#[cfg(not(target_os = "solana"))]
+const BLOCK: usize = 256;
+
+/// [`block_halves`] over the whole row.
 #[cfg(not(target_os = "solana"))]
 #[inline(always)]
 fn halves_dot(weights: &[u8], hi: &[i16], lo: &[i16]) -> i64 {
+    let mut total = 0i64;
+    let blocks = weights
+        .chunks(BLOCK)
+        .zip(hi.chunks(BLOCK))
+        .zip(lo.chunks(BLOCK));
+    for ((w, h), l) in blocks {
+        let (sum_hi, sum_lo) = block_halves(w, h, l);
+        total += ((sum_hi as i64) << 16) + sum_lo as i64;
+    }
+    total
+}
+
+/// One block's Σ b × hi and Σ b × lo (at most [`BLOCK`] columns).
+#[cfg(not(any(
+    target_os = "solana",
+    all(target_arch = "wasm32", target_feature = "simd128")
+)))]
+#[inline(always)]
+fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
     let (mut sum_hi, mut sum_lo) = (0i32, 0i32);
     for i in 0..weights.len() {
-        sum_hi += weights[i] as i32 * hi[i] as i32;
-        sum_lo += weights[i] as i32 * lo[i] as i32;
+        sum_hi = sum_hi.wrapping_add(weights[i] as i32 * hi[i] as i32);
+        sum_lo = sum_lo.wrapping_add(weights[i] as i32 * lo[i] as i32);
     }
-    ((sum_hi as i64) << 16) + sum_lo as i64
+    (sum_hi, sum_lo)
+}
+
+/// [`block_halves`] for WebAssembly with SIMD128 (the SDK's engine, scripts/build-wasm): eight
+/// columns per `i32x4.dot_i16x8_s` (the bytes widened to i16, at most 255, so a pair's sum never
+/// leaves i32). The same two 32-bit sums as the portable loop, in another order (addition mod
+/// 2^32 is associative), so the same integer. The SDK's tests compare every run of
+/// sdk/test/golden/run.json (tokens and state bytes) with the native engine's.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
+    use core::arch::wasm32::{
+        i32x4_add, i32x4_dot_i16x8, i32x4_extract_lane, i32x4_splat, u16x8_load_extend_u8x8, v128,
+        v128_load,
+    };
+    let n = weights.len();
+    let (hi, lo) = (&hi[..n], &lo[..n]);
+    let mut acc_hi = i32x4_splat(0);
+    let mut acc_lo = i32x4_splat(0);
+    let whole = n / 8 * 8;
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 8 <= n, the length of all three slices; loads may be unaligned.
+        unsafe {
+            let w = u16x8_load_extend_u8x8(weights.as_ptr().add(i));
+            let h = v128_load(hi.as_ptr().add(i) as *const v128);
+            let l = v128_load(lo.as_ptr().add(i) as *const v128);
+            acc_hi = i32x4_add(acc_hi, i32x4_dot_i16x8(w, h));
+            acc_lo = i32x4_add(acc_lo, i32x4_dot_i16x8(w, l));
+        }
+        i += 8;
+    }
+    let lanes = |v: v128| {
+        i32x4_extract_lane::<0>(v)
+            .wrapping_add(i32x4_extract_lane::<1>(v))
+            .wrapping_add(i32x4_extract_lane::<2>(v))
+            .wrapping_add(i32x4_extract_lane::<3>(v))
+    };
+    let (mut sum_hi, mut sum_lo) = (lanes(acc_hi), lanes(acc_lo));
+    let tail = weights[whole..].iter().zip(&hi[whole..]).zip(&lo[whole..]);
+    for ((&w, &h), &l) in tail {
+        sum_hi = sum_hi.wrapping_add(w as i32 * h as i32);
+        sum_lo = sum_lo.wrapping_add(w as i32 * l as i32);
+    }
+    (sum_hi, sum_lo)
 }
 
 /// [`halves_dot`] compiled for AVX2 (16 columns per multiply-add).
@@ -307,11 +376,7 @@ fn attention_head_any(
         .take(positions)
         .zip(att.chunks_exact_mut(4))
     {
-        let key = &k[head.clone()];
-        let mut dot = 0i64;
-        for (j, &qj) in query.iter().enumerate() {
-            dot += qj * get(key, j) as i64;
-        }
+        let dot = head_dot(query, q, &k[head.clone()]);
         let score = saturate(mul_q24(shift_round(dot, 16), inv_sqrt));
         set(a, 0, score);
         max = max.max(score);
@@ -336,10 +401,7 @@ fn attention_head_any(
     {
         let e = get_u32(a, 0) as u64;
         let w = ((e * reciprocal) >> 32) as i64;
-        let value = &v[head.clone()];
-        for (j, acc) in acc[..head_size].iter_mut().enumerate() {
-            *acc += w * get(value, j) as i64;
-        }
+        accumulate(&mut acc[..head_size], w, &v[head.clone()]);
     }
     let mut sum = 0i64;
     for (j, &a) in acc[..head_size].iter().enumerate() {
@@ -348,6 +410,99 @@ fn attention_head_any(
         sum += v as i64;
     }
     sum
+}
+
+/// Σ_j q_j × k_j over one head: `query` holds q widened to i64, `q` the same values as
+/// little-endian i32 bytes, `key` the cached key's slice. Exact in i64 (|q|, |k| ≤ 2^27, at most
+/// 64 terms: ≤ 2^60), so any order of the additions gives the same integer.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline(always)]
+fn head_dot(query: &[i64], _q: &[u8], key: &[u8]) -> i64 {
+    let mut dot = 0i64;
+    for (j, &qj) in query.iter().enumerate() {
+        dot += qj * get(key, j) as i64;
+    }
+    dot
+}
+
+/// [`head_dot`] with SIMD128: four products per `i64x2.extmul_{low,high}_i32x4_s` pair.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
+    use core::arch::wasm32::{
+        i64x2_add, i64x2_extmul_high_i32x4, i64x2_extmul_low_i32x4, i64x2_extract_lane,
+        i64x2_splat, v128, v128_load,
+    };
+    let n = query.len();
+    let (q, key) = (&q[..4 * n], &key[..4 * n]);
+    let whole = n / 4 * 4;
+    let mut acc = i64x2_splat(0);
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: 4 × (i + 4) <= 4n, the length of both slices; loads may be unaligned.
+        unsafe {
+            let a = v128_load(q.as_ptr().add(4 * i) as *const v128);
+            let b = v128_load(key.as_ptr().add(4 * i) as *const v128);
+            acc = i64x2_add(acc, i64x2_extmul_low_i32x4(a, b));
+            acc = i64x2_add(acc, i64x2_extmul_high_i32x4(a, b));
+        }
+        i += 4;
+    }
+    let mut dot = i64x2_extract_lane::<0>(acc) + i64x2_extract_lane::<1>(acc);
+    for (&qj, b) in query[whole..].iter().zip(key[4 * whole..].chunks_exact(4)) {
+        dot += qj * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    }
+    dot
+}
+
+/// acc_j += w × value_j over one head (w a weight, 0 to 2^30; every partial sum ≤ 2^57).
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline(always)]
+fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
+    for (j, acc) in acc.iter_mut().enumerate() {
+        *acc += w * get(value, j) as i64;
+    }
+}
+
+/// [`accumulate`] with SIMD128: w fits an i32 (at most 2^30), so each product is one lane of
+/// `i64x2.extmul_{low,high}_i32x4_s`, exact.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
+    use core::arch::wasm32::{
+        i32x4_splat, i64x2_add, i64x2_extmul_high_i32x4, i64x2_extmul_low_i32x4, v128, v128_load,
+        v128_store,
+    };
+    debug_assert!((0..=1 << 30).contains(&w));
+    let n = acc.len();
+    let value = &value[..4 * n];
+    let ws = i32x4_splat(w as i32);
+    let whole = n / 4 * 4;
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 4 <= n (acc) and 4 × (i + 4) <= 4n (value); loads and stores may be
+        // unaligned.
+        unsafe {
+            let v = v128_load(value.as_ptr().add(4 * i) as *const v128);
+            let low = acc.as_mut_ptr().add(i) as *mut v128;
+            let high = acc.as_mut_ptr().add(i + 2) as *mut v128;
+            v128_store(
+                low,
+                i64x2_add(v128_load(low), i64x2_extmul_low_i32x4(v, ws)),
+            );
+            v128_store(
+                high,
+                i64x2_add(v128_load(high), i64x2_extmul_high_i32x4(v, ws)),
+            );
+        }
+        i += 4;
+    }
+    for (acc, b) in acc[whole..]
+        .iter_mut()
+        .zip(value[4 * whole..].chunks_exact(4))
+    {
+        *acc += w * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    }
 }
 
 /// SiLU of `v` (16 fractional bits) from its table: the identity from 16 on, zero below −16,
@@ -393,10 +548,10 @@ mod tests {
         };
         let extremes = [1 << 27, -(1 << 27), (1 << 27) - 1, -32_769, 32_768, 0];
         for n in [1usize, 7, 8, 15, 16, 17, 64, 172, 288, 768, 2048] {
-            for round in 0..4 {
+            for round in 0..5 {
                 let weights: Vec<u8> = (0..n)
                     .map(|i| {
-                        if round == 0 {
+                        if round == 0 || round == 4 {
                             255
                         } else {
                             (next() >> (i % 8)) as u8
@@ -408,6 +563,8 @@ mod tests {
                         0 => 1 << 27,
                         1 => -(1 << 27),
                         2 => extremes[i % extremes.len()],
+                        // Every low half at −2^15: Σ b × lo of a whole row leaves i32.
+                        4 => -32_768,
                         _ => (next() % (1 << 28)) as i32 - (1 << 27),
                     })
                     .collect();

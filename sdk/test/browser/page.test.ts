@@ -3,6 +3,9 @@
 // shows its configuration, sections and matrix directory and computes the weights hash in the
 // browser, equal to the Rust core's; it reads the sealed model from a JSON-RPC node serving the
 // program's recorded accounts and verifies it with a progress bar. Screenshots go to test/output/.
+// Then it runs the models in the page (the run worker, curta-core's WebAssembly engine): a typed
+// prompt, 32 greedy tokens of stories260K, equal to the Rust core's (golden/run.json); the same
+// from the sealed model verified against the chain; Stop; tokens per second in Chromium.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs'
@@ -12,6 +15,7 @@ import { pathToFileURL } from 'node:url'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { artifactPath, golden, readArtifact, sdkDir } from '../support/files.js'
 import { chainFixture, startMockRpc, type MockRpc } from '../support/mock-rpc.js'
+import { native, type Native } from '../../bench/native.js'
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const output = join(sdkDir, 'test', 'output')
@@ -47,6 +51,52 @@ async function load(path: string): Promise<void> {
   await page.setInputFiles('#file', path)
 }
 
+/** The Rust core's 32 greedy tokens after "Once upon a time" on stories260K. */
+function greedyVector(): { prompt: string; promptTokens: number[]; tokens: number[]; text: string } {
+  const v = golden('run').runs[0]
+  assert.equal(v.model, 'stories260K')
+  assert.equal(v.prompt, 'Once upon a time')
+  assert.equal(v.temperature, '0')
+  assert.equal(v.steps, 32)
+  return v
+}
+
+/** Types the prompt and settings, presses Run and waits for the end. */
+async function runInPage(prompt: string, steps: number, temperature: string, topP = '0.9', seed = ''): Promise<void> {
+  await page.waitForSelector('#run-card[data-state="ready"]', { timeout: 60_000 })
+  await page.fill('#prompt', '')
+  await page.locator('#prompt').pressSequentially(prompt)
+  await page.fill('#steps', String(steps))
+  await page.fill('#temperature', temperature)
+  await page.fill('#top-p', topP)
+  await page.fill('#seed', seed)
+  await page.click('#run')
+  await page.waitForSelector('#run-output[data-state="done"], #run-output[data-state="stopped"], #run-output[data-state="error"]', { timeout: 120_000 })
+}
+
+/**
+ * Tokens per second of 256 greedy tokens from token 1 in the page: the median of 5 runs after a
+ * warm-up (the engine's tier-up to optimized code), each followed by a native run of the same
+ * (when built) so that both see the same machine load.
+ */
+async function speed(name: string, n: Native | undefined): Promise<{ wasm: number; native: number }> {
+  const wasm: number[] = []
+  const nat: number[] = []
+  for (let i = 0; i < 6; i++) {
+    await runInPage('', 256, '0')
+    assert.equal(await page.getAttribute('#run-output', 'data-state'), 'done')
+    const m = /^256 tokens in [0-9.]+ s, ([0-9.]+) tokens\/s;/.exec((await page.textContent('#run-stats'))!)
+    assert.ok(m, 'the page reports tokens per second')
+    if (i === 0) continue
+    wasm.push(Number(m[1]))
+    if (n) nat.push(n.run(artifactPath(name)).tokensPerSecond)
+  }
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[2] ?? NaN
+  return { wasm: median(wasm), native: median(nat) }
+}
+
+const pageTokens = async () => (await page.getAttribute('#run-output', 'data-tokens'))!.split(',').map(Number)
+
 test('stories260K: the page shows the configuration, sections and matrices, and the Rust core’s hash', async () => {
   const g = golden('stories260K')
   await load(artifactPath('stories260K'))
@@ -67,6 +117,32 @@ test('stories260K: the page shows the configuration, sections and matrices, and 
   await page.screenshot({ path: join(output, 'verifier-artifact.png'), fullPage: true })
 })
 
+test('run: a typed prompt, 32 greedy tokens of stories260K streamed by the worker, equal to the Rust core’s', async () => {
+  const v = greedyVector()
+  assert.match((await page.textContent('#run-source'))!, /^stories260K\.curta \(weights hash /)
+  await runInPage(v.prompt, 32, '0')
+  assert.equal(await page.getAttribute('#run-output', 'data-state'), 'done', (await page.textContent('#run-error')) ?? '')
+  assert.deepEqual((await page.getAttribute('#run-output', 'data-prompt-tokens'))!.split(',').map(Number), v.promptTokens)
+  assert.deepEqual(await pageTokens(), v.tokens)
+  assert.equal(await page.textContent('#run-output'), v.prompt + v.text)
+  assert.match((await page.textContent('#run-stats'))!, /^32 tokens in [0-9.]+ s, [0-9.]+ tokens\/s; seed 0; steps done$/)
+  await page.screenshot({ path: join(output, 'runner.png'), fullPage: true })
+})
+
+test('run: sampling settings are the Rust core’s (a sampled vector), and bad settings show the Rust error', async () => {
+  const v = golden('run').runs.find((r: { model: string; temperature: string; prompt?: string }) => r.model === 'stories260K' && r.temperature !== '0' && r.prompt)
+  await runInPage(v.prompt, v.steps, v.temperature, v.topP, v.seed)
+  assert.deepEqual(await pageTokens(), v.tokens)
+  await runInPage('x', 600, '0')
+  assert.equal(await page.getAttribute('#run-output', 'data-state'), 'error')
+  assert.equal(
+    await page.textContent('#run-error'),
+    "CurtaRunError: 600 steps after a prompt of 3 tokens run past the model's context of 512 (at most 510 steps)",
+  )
+  await runInPage('x', 8, '0.8', '0.9', '0')
+  assert.match((await page.textContent('#run-error'))!, /seed 0 cannot sample/)
+})
+
 test('the sealed model: state, sections, and its weight accounts verified against the chain', async () => {
   await page.click('#read-model')
   await page.waitForSelector('#model-info:not([hidden])')
@@ -81,6 +157,14 @@ test('the sealed model: state, sections, and its weight accounts verified agains
   assert.equal(await page.textContent('#verify-bytes'), '357,216 of 357,216 bytes')
   assert.ok(rpc.requests.filter((r) => r.method === 'getAccountInfo').length >= 5)
   await page.screenshot({ path: join(output, 'verifier.png'), fullPage: true })
+})
+
+test('run: the sealed model, verified against the chain, gives the Rust core’s tokens', async () => {
+  const v = greedyVector()
+  await page.waitForFunction(() => document.getElementById('run-source')?.textContent?.startsWith('the sealed model'))
+  assert.equal(await page.textContent('#run-source'), `the sealed model ${fx.model} (its 2 weight accounts, verified against the chain)`)
+  await runInPage(v.prompt, 32, '0')
+  assert.deepEqual(await pageTokens(), v.tokens)
 })
 
 test('an unsealed model shows its state and offers no verification', async () => {
@@ -109,6 +193,37 @@ test('stories15M shape (16.5 MB): the browser hashes it to the Rust core’s has
   await page.waitForSelector('#weights-hash[data-state="done"]', { timeout: 120_000 })
   assert.equal(await page.textContent('#weights-hash'), g.weightsHash)
   console.log(`in Chromium: weightsCommitment (WebCrypto) of the stories15M-shaped artifact took ${await page.textContent('#hash-time')}`)
+})
+
+test('run: Stop ends a long run between tokens while the page stays responsive; tokens per second in Chromium', async () => {
+  // stories15M shape: 256 greedy tokens from token 1 (an empty prompt), as npm run bench:run.
+  const n = native({ build: false })
+  const big = await speed('stories15M', n)
+  // A long sampled run, stopped once tokens flow; the page answers meanwhile.
+  await page.waitForSelector('#run-card[data-state="ready"]')
+  await page.fill('#prompt', '')
+  await page.fill('#steps', '256')
+  await page.fill('#temperature', '1')
+  await page.fill('#seed', '5')
+  await page.click('#run')
+  await page.waitForFunction(() => /^[0-9,]+ tokens, /.test(document.getElementById('run-stats')?.textContent ?? ''))
+  const lag = await page.evaluate(() => new Promise<number>((r) => { const t = performance.now(); setTimeout(() => r(performance.now() - t), 0) }))
+  assert.ok(lag < 250, `the page's main thread answered a timer after ${lag.toFixed(1)} ms during the run`)
+  await page.click('#stop')
+  await page.waitForSelector('#run-output[data-state="stopped"]', { timeout: 60_000 })
+  const stopped = (await pageTokens()).length
+  assert.ok(stopped >= 1 && stopped < 256, `${stopped} tokens before Stop`)
+  // stories260K, the same 256 greedy tokens.
+  await load(artifactPath('stories260K'))
+  const small = await speed('stories260K', n)
+  const row = (label: string, f: { wasm: number; native: number }) =>
+    `${label.padEnd(18)}${(n ? f.native.toFixed(1) : 'skipped').padStart(13)}${f.wasm.toFixed(1).padStart(24)}${(n ? (f.wasm / f.native).toFixed(3) : '-').padStart(16)}`
+  console.log(`in Chromium ${context.browser()?.version() ?? ''} (the page's worker), 256 greedy steps from token 1, median of 5 runs after a warm-up;`)
+  console.log(`native: ${n ? `${n.what}, one run after each of the page's` : 'SKIPPED (neither the client nor curta-core\'s run example is built)'}`)
+  console.log('model               native tok/s   wasm tok/s (Chromium)   wasm / native')
+  console.log(row('stories15M-shape', big))
+  console.log(row('stories260K', small))
+  console.log(`in Chromium: a timer on the page's main thread fired ${lag.toFixed(1)} ms late during a run`)
 })
 
 test('a file dropped on the page is read like a picked one', async () => {

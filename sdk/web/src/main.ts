@@ -1,5 +1,7 @@
 // The verifier page: an artifact read and hashed in the browser, and a model read and verified
 // against the chain, all with @curta/sdk. Query parameters rpc, program and model fill the form.
+// Once a file is checked or a sealed model verified, it can be run: a worker (web/src/worker.ts,
+// inlined as a blob) holds the model in curta-core's WebAssembly engine and streams the tokens.
 
 import { address, createSolanaRpc } from '@solana/kit'
 import {
@@ -15,6 +17,10 @@ import {
   type Artifact,
   type ModelAccount,
 } from '../../src/index.js'
+import type { WorkerReply, WorkerRequest } from './worker.js'
+
+/** The worker's bundled source (scripts/build-browser.mjs defines it). */
+declare const __CURTA_WORKER__: string
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T
 const fmt = (n: number) => n.toLocaleString('en-US')
@@ -47,6 +53,7 @@ async function showArtifact(file: File): Promise<void> {
   $('artifact-error').hidden = true
   $('artifact-info').hidden = true
   loaded = undefined
+  unloadRunner()
   let artifact: Artifact
   try {
     artifact = decodeArtifact(new Uint8Array(await file.arrayBuffer()))
@@ -92,6 +99,7 @@ async function showArtifact(file: File): Promise<void> {
   hashEl.textContent = hash
   hashEl.dataset.state = 'done'
   loaded = { artifact, hash }
+  loadRunner(artifact.bytes, `${file.name} (weights hash ${hash.slice(0, 16)}…, checked in this page)`)
 }
 
 function showModel(m: ModelAccount, model: string): void {
@@ -154,6 +162,7 @@ async function verify(): Promise<void> {
   try {
     const r = await verifyModel(current.rpc, current.model, {
       programId: current.programId,
+      keepSections: true,
       onProgress: (p) => {
         bar.value = p.bytesTotal === 0 ? 0 : p.bytesDone / p.bytesTotal
         $('verify-bytes').textContent = `${fmt(p.bytesDone)} of ${fmt(p.bytesTotal)} bytes`
@@ -164,11 +173,124 @@ async function verify(): Promise<void> {
       : `MISMATCH: the weight accounts chain to ${toHex(r.computedHash)}, the model declares ${toHex(r.declaredHash)}`
     result.className = r.ok ? 'ok' : 'bad'
     result.dataset.state = r.ok ? 'verified' : 'mismatch'
+    if (r.ok && r.sections) {
+      const bytes = new Uint8Array(r.sections.reduce((n, s) => n + s.length, 0))
+      let at = 0
+      for (const s of r.sections) {
+        bytes.set(s, at)
+        at += s.length
+      }
+      loadRunner(bytes, `the sealed model ${current.model} (its ${r.sections.length} weight accounts, verified against the chain)`)
+    }
   } catch (e) {
     result.textContent = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
     result.className = 'bad'
     result.dataset.state = 'error'
   }
+}
+
+
+// ---------------------------------------------------------------- running the model
+let worker: Worker | undefined
+let workerUrl: string | undefined
+let running = false
+
+function unloadRunner(): void {
+  worker?.terminate()
+  worker = undefined
+  running = false
+  $('run-card').hidden = true
+}
+
+function setRunning(on: boolean): void {
+  running = on
+  $<HTMLButtonElement>('run').disabled = on
+  $<HTMLButtonElement>('stop').disabled = !on
+}
+
+/** A fresh worker holding `bytes` (the whole artifact) in the engine. */
+function loadRunner(bytes: Uint8Array, source: string): void {
+  unloadRunner()
+  workerUrl ??= URL.createObjectURL(new Blob([__CURTA_WORKER__], { type: 'text/javascript' }))
+  const w = new Worker(workerUrl)
+  worker = w
+  const card = $('run-card')
+  const out = $('run-output')
+  card.hidden = false
+  card.dataset.state = 'loading'
+  $('run-source').textContent = source
+  $('run-error').hidden = true
+  out.dataset.state = 'idle'
+  setRunning(false)
+  $<HTMLButtonElement>('run').disabled = true
+  let generated: Text | undefined
+  w.onmessage = (e: MessageEvent<WorkerReply>) => {
+    if (w !== worker) return
+    const m = e.data
+    switch (m.type) {
+      case 'loaded':
+        card.dataset.state = 'ready'
+        $<HTMLButtonElement>('run').disabled = false
+        $('run-model').textContent = `context ${fmt(m.contextLength)} tokens, vocabulary ${fmt(m.vocabSize)}`
+        break
+      case 'tokens':
+        if (!generated) {
+          generated = document.createTextNode('')
+          out.append(generated)
+        }
+        generated.appendData(m.text)
+        $('run-stats').textContent = `${fmt(m.count)} tokens, ${m.tokensPerSecond.toFixed(1)} tokens/s`
+        break
+      case 'done': {
+        setRunning(false)
+        const end = m.end === 'end-token' ? 'ended by the model (token 1 or 2)' : m.end === 'stopped' ? 'stopped' : 'steps done'
+        $('run-stats').textContent = `${fmt(m.tokens.length)} tokens in ${m.seconds.toFixed(3)} s, ${m.tokensPerSecond.toFixed(1)} tokens/s; seed ${m.seed}; ${end}`
+        out.dataset.tokens = m.tokens.join(',')
+        out.dataset.promptTokens = m.promptTokens.join(',')
+        $('run-ids').textContent = `prompt [${m.promptTokens.join(', ')}] → [${m.tokens.join(', ')}]`
+        out.dataset.state = m.end === 'stopped' ? 'stopped' : 'done'
+        break
+      }
+      case 'error':
+        setRunning(false)
+        $('run-error').textContent = `${m.name}: ${m.message}`
+        $('run-error').hidden = false
+        out.dataset.state = 'error'
+        if (card.dataset.state === 'loading') card.dataset.state = 'error'
+        break
+    }
+  }
+  w.onerror = (e) => {
+    $('run-error').textContent = `the worker failed: ${e.message}`
+    $('run-error').hidden = false
+    setRunning(false)
+  }
+  w.postMessage({ type: 'load', bytes } satisfies WorkerRequest)
+  $('run').onclick = () => {
+    if (running || w !== worker) return
+    const prompt = $<HTMLTextAreaElement>('prompt').value
+    out.replaceChildren()
+    const p = document.createElement('span')
+    p.className = 'prompt'
+    p.textContent = prompt
+    out.append(p)
+    generated = undefined
+    delete out.dataset.tokens
+    out.dataset.state = 'running'
+    $('run-error').hidden = true
+    $('run-ids').textContent = ''
+    $('run-stats').textContent = 'running…'
+    setRunning(true)
+    w.postMessage({
+      type: 'run',
+      prompt,
+      steps: Number($<HTMLInputElement>('steps').value),
+      temperature: $<HTMLInputElement>('temperature').value,
+      topP: $<HTMLInputElement>('top-p').value,
+      seed: $<HTMLInputElement>('seed').value,
+    } satisfies WorkerRequest)
+  }
+  $('stop').onclick = () => w.postMessage({ type: 'stop' } satisfies WorkerRequest)
 }
 
 const drop = $('drop')

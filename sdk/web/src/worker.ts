@@ -1,0 +1,111 @@
+// The page's run worker: the model's engine (@curta/sdk's Runner, curta-core's inference in
+// WebAssembly) runs here, off the page's thread, so the page stays responsive while it works.
+// Messages in: load (the artifact's bytes), run (prompt and settings), stop. Messages out:
+// loaded, tokens (the tokens produced since the last message, at most every 16 ms, with the
+// rate so far: one message per token would cost the small models a third of their speed), done,
+// error.
+import { Runner, type GenerateOptions } from '../../src/run.js'
+
+export type WorkerRequest =
+  | { type: 'load'; bytes: Uint8Array }
+  | { type: 'run'; prompt: string; steps: number; temperature: string; topP: string; seed: string }
+  | { type: 'stop' }
+
+export type WorkerReply =
+  | { type: 'loaded'; contextLength: number; vocabSize: number }
+  | { type: 'tokens'; ids: number[]; text: string; count: number; tokensPerSecond: number }
+  | {
+      type: 'done'
+      promptTokens: number[]
+      tokens: number[]
+      text: string
+      tokensPerSecond: number
+      seconds: number
+      seed: string
+      end: string
+    }
+  | { type: 'error'; name: string; code: string; message: string }
+
+let runner: Runner | undefined
+let stop: AbortController | undefined
+const post = (m: WorkerReply) => (self as unknown as Worker).postMessage(m)
+
+function fail(e: unknown): void {
+  const err = e as { name?: string; code?: string; message?: string }
+  post({ type: 'error', name: err?.name ?? 'Error', code: err?.code ?? '', message: err?.message ?? String(e) })
+}
+
+async function run(m: Extract<WorkerRequest, { type: 'run' }>): Promise<void> {
+  if (!runner) throw new Error('no model is loaded')
+  stop = new AbortController()
+  const options: GenerateOptions = {
+    prompt: m.prompt,
+    steps: m.steps,
+    temperature: m.temperature,
+    topP: m.topP,
+    signal: stop.signal,
+    yieldMs: 15,
+  }
+  if (m.seed.trim() !== '') {
+    if (!/^\d+$/.test(m.seed.trim())) throw new Error(`seed ${JSON.stringify(m.seed)} is not a whole number`)
+    options.seed = BigInt(m.seed.trim())
+  }
+  const started = performance.now()
+  const it = runner.generate(options)
+  let ids: number[] = []
+  let text = ''
+  let flushed = started
+  let count = 0
+  const flush = (at: number) => {
+    if (ids.length === 0) return
+    post({ type: 'tokens', ids, text, count, tokensPerSecond: count / Math.max((at - started) / 1000, 1e-9) })
+    ids = []
+    text = ''
+    flushed = at
+  }
+  for (;;) {
+    const n = await it.next()
+    if (n.done) {
+      flush(performance.now())
+      const g = n.value
+      const wall = (performance.now() - started) / 1000
+      post({
+        type: 'done',
+        promptTokens: g.promptTokens,
+        tokens: g.tokens,
+        text: g.text,
+        // As `client run` times it: from the start to the last token, everything included
+        // (encoding, decoding, handing each token to the page, the event loop's turns).
+        tokensPerSecond: g.tokens.length / Math.max(wall, 1e-9),
+        seconds: wall,
+        seed: String(g.seed),
+        end: g.end,
+      })
+      return
+    }
+    ids.push(n.value.id)
+    text += n.value.text
+    count++
+    const at = performance.now()
+    if (at - flushed >= 16) flush(at)
+  }
+}
+
+self.onmessage = (e: MessageEvent<WorkerRequest>) => {
+  const m = e.data
+  if (m.type === 'stop') {
+    stop?.abort()
+    return
+  }
+  if (m.type === 'load') {
+    Runner.create(m.bytes).then(
+      (r) => {
+        runner = r
+        post({ type: 'loaded', contextLength: r.contextLength, vocabSize: r.vocabSize })
+      },
+      fail,
+    )
+    return
+  }
+  run(m).catch(fail)
+}
