@@ -11,6 +11,8 @@ mod deployed_program;
 mod faults;
 #[path = "client/layouts.rs"]
 mod layouts;
+#[path = "client/onchain_run.rs"]
+mod onchain_run;
 #[path = "client/prefunded.rs"]
 mod prefunded;
 #[path = "client/priced.rs"]

@@ -41,6 +41,11 @@ pub fn fixed_limit(kind: Kind) -> u32 {
         Kind::Write => 2_000,
         Kind::Seal => 120_000,
         Kind::Reopen | Kind::Close => 50_000,
+        // A run's start (create_account_with_seed and StartRun) and every step ask for the
+        // most a transaction may: a step's units depend on its stage and position, and the
+        // program bounds each step's estimate (MAX_STEP_BUDGET) under 1,200,000.
+        Kind::StartRun | Kind::Step => MAX_COMPUTE_UNITS,
+        Kind::CloseRun => 50_000,
     }
 }
 
@@ -94,6 +99,12 @@ pub enum Kind {
     Seal,
     Reopen,
     Close,
+    /// A run account created and StartRun, in one transaction.
+    StartRun,
+    /// One Step of a run.
+    Step,
+    /// CloseRun.
+    CloseRun,
 }
 
 impl Kind {
@@ -105,6 +116,9 @@ impl Kind {
             Kind::Seal => "seal",
             Kind::Reopen => "reopen",
             Kind::Close => "close",
+            Kind::StartRun => "start run",
+            Kind::Step => "step",
+            Kind::CloseRun => "close run",
         }
     }
 }
@@ -266,9 +280,16 @@ impl<'a, T: Transport> Engine<'a, T> {
     }
 
     /// The instructions actually sent for an item: with a compute-unit price, a tight limit
-    /// and the price first; without one, nothing extra.
+    /// and the price first; without one, nothing extra but a run's start and steps, which
+    /// ask for the most compute units a transaction may use (a step does up to about
+    /// 1,200,000, over the default of 200,000 per instruction).
     fn instructions(&self, item: &Item) -> Vec<Instruction> {
         let mut instructions = Vec::with_capacity(item.instructions.len() + 2);
+        if self.price.is_none() && matches!(item.kind, Kind::StartRun | Kind::Step) {
+            instructions.push(ComputeBudgetInstruction::set_compute_unit_limit(
+                MAX_COMPUTE_UNITS,
+            ));
+        }
         if let Some(price) = self.price {
             let limit = self
                 .limit(item.kind, &item.instructions)
@@ -348,6 +369,12 @@ impl<'a, T: Transport> Engine<'a, T> {
         if self.price.is_none() || self.limits.contains_key(&key) {
             return Ok(());
         }
+        if item.kind == Kind::Step {
+            // One step's units say nothing of the next one's (another stage, a longer
+            // attention): every step carries the fixed limit.
+            self.limits.insert(key, fixed_limit(item.kind));
+            return Ok(());
+        }
         let (blockhash, _) = self.fresh_blockhash().await?;
         let mut instructions = vec![ComputeBudgetInstruction::set_compute_unit_limit(
             MAX_COMPUTE_UNITS,
@@ -366,6 +393,15 @@ impl<'a, T: Transport> Engine<'a, T> {
         };
         self.limits.insert(key, limit);
         Ok(())
+    }
+
+    /// Simulates an item as it would be sent (its compute-budget instructions included): the
+    /// result and the units it would consume at the transport's current state.
+    pub async fn simulate(&mut self, item: &Item) -> Result<crate::Simulation, Error> {
+        self.measure(item).await?;
+        let (blockhash, _) = self.fresh_blockhash().await?;
+        let tx = self.sign(item, blockhash);
+        self.transport.simulate(&tx).await
     }
 
     fn sign(&self, item: &Item, blockhash: Hash) -> Transaction {
@@ -559,7 +595,9 @@ impl<'a, T: Transport> Engine<'a, T> {
                 tally.seal += 1;
                 self.progress.sealed();
             }
-            Kind::Reopen | Kind::Close => tally.other += 1,
+            Kind::Reopen | Kind::Close | Kind::StartRun | Kind::Step | Kind::CloseRun => {
+                tally.other += 1
+            }
         }
     }
 }

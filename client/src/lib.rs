@@ -11,6 +11,7 @@ pub mod cli;
 pub mod close;
 pub mod engine;
 pub mod error;
+pub mod onchain;
 pub mod plan;
 pub mod progress;
 pub mod publish;

@@ -51,6 +51,29 @@ pub async fn rehearse(
     Ok(report)
 }
 
+/// Publishes and seals `file` on a fresh in-process bank running the program at
+/// `program_id` (as [`rehearse`]), then runs the sealed model on chain there
+/// ([`crate::onchain::run_on_chain`]), the authority being the runner.
+pub async fn rehearse_run(
+    file: &[u8],
+    authority: Option<&Keypair>,
+    program_id: &Pubkey,
+    options: &Options,
+    request: &crate::onchain::RunRequest,
+    on_token: impl FnMut(u32, &[u8]),
+) -> Result<(Report, crate::onchain::OnChainRun), crate::onchain::RunOnChainError> {
+    let artifact = LocalArtifact::decode(file)?;
+    let throwaway = Keypair::new();
+    let authority = authority.unwrap_or(&throwaway);
+    let bank =
+        BankTransport::try_start_at(&[(authority.pubkey(), REHEARSAL_FUNDS)], *program_id).await?;
+    let mut report = publish_artifact(&bank, authority, &artifact, true, options).await?;
+    report.command = "rehearse-run";
+    let run =
+        crate::onchain::run_on_chain(&bank, authority, &report.model, request, on_token).await?;
+    Ok((report, run))
+}
+
 pub struct Demo {
     pub artifact_bytes: usize,
     pub convert_seconds: f64,

@@ -46,6 +46,9 @@ pub enum Command {
     Demo,
     /// Generate text from an artifact or a sealed model, in integers (docs/inference.md)
     Run(run::RunArgs),
+    /// Publish and seal an artifact in an in-process bank running the real program, then run it
+    /// on chain there (as `run --on-chain`): tokens, transactions, compute units, lamports
+    RehearseRun(run::RehearseRunArgs),
     /// Teacher-forced evaluation of an artifact: argmax and negative log-likelihood per position
     Perplexity(run::PerplexityArgs),
     /// Compare the executable deployed at a program id with the local build (sha256 without
@@ -73,6 +76,7 @@ pub fn main() -> ExitCode {
         Command::Rehearse(args) => chain::rehearse(args, global),
         Command::Demo => chain::demo(global),
         Command::Run(args) => run::run(args, global),
+        Command::RehearseRun(args) => run::rehearse_run(args, global),
         Command::Perplexity(args) => run::perplexity_command(args, global),
         Command::VerifyProgram(args) => program::verify_program(args, global),
     };

@@ -12,6 +12,7 @@ use std::str::FromStr;
 use super::artifact::emit;
 use super::chain::{rpc, runtime};
 use super::config::{GlobalArgs, Output};
+use crate::onchain::{default_steps, OnChainRun, RunRequest};
 use crate::run::{fetch_sealed, generate, perplexity, Prompt};
 
 #[derive(Args, Debug)]
@@ -19,6 +20,24 @@ pub struct RunArgs {
     /// An artifact file, or the address of a sealed model on the cluster (`--url`,
     /// `--program-id`): its weight accounts are read and checked against the declared hash
     pub model: String,
+    #[command(flatten)]
+    pub generation: GenerationArgs,
+    /// Run the sealed model inside the program: a run account, a Step transaction per piece
+    /// of work (the keypair pays rent, returned at close, and every fee)
+    #[arg(long)]
+    pub on_chain: bool,
+    /// With --on-chain: leave the run account open after the last step (its rent stays in it)
+    #[arg(long, requires = "on_chain")]
+    pub keep: bool,
+    /// With --on-chain: the run's number among your runs of this model (its account's
+    /// address); the same command with the same nonce resumes an interrupted run [default: 0]
+    #[arg(long, requires = "on_chain")]
+    pub nonce: Option<u32>,
+}
+
+/// The generation options `run` and `rehearse-run` share.
+#[derive(Args, Debug)]
+pub struct GenerationArgs {
     /// The prompt as text (tokenized with the model's tokenizer: token 1, a space prefix, ...)
     #[arg(long, conflicts_with = "prompt_tokens")]
     pub prompt: Option<String>,
@@ -37,6 +56,21 @@ pub struct RunArgs {
     /// The generator's seed (xorshift64*), not 0 [default: from the clock, printed]
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct RehearseRunArgs {
+    /// The CURTAW01 artifact: published and sealed in an in-process bank running the real
+    /// program, then run on chain there
+    pub artifact: PathBuf,
+    #[command(flatten)]
+    pub generation: GenerationArgs,
+    /// Leave the run account open after the last step
+    #[arg(long)]
+    pub keep: bool,
+    /// The run's nonce [default: 0]
+    #[arg(long)]
+    pub nonce: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -75,7 +109,7 @@ fn fixed(what: &str, text: &str, min: u32, max: u32, range: &str) -> Result<u32>
     Ok(value)
 }
 
-fn settings(args: &RunArgs) -> Result<(Settings, u64)> {
+fn settings(args: &GenerationArgs) -> Result<(Settings, u64)> {
     let temperature = fixed(
         "--temperature",
         &args.temperature,
@@ -144,21 +178,28 @@ impl Source {
     }
 }
 
-pub fn run(args: RunArgs, global: GlobalArgs) -> Result<()> {
-    let (settings, seed) = settings(&args)?;
-    let prompt = match (&args.prompt, &args.prompt_tokens) {
+fn prompt(args: &GenerationArgs) -> Result<Prompt> {
+    Ok(match (&args.prompt, &args.prompt_tokens) {
         (_, Some(ids)) => Prompt::Tokens(parse_ids("--prompt-tokens", ids)?),
         (Some(text), None) => Prompt::Text(text.clone().into_bytes()),
         (None, None) => Prompt::Text(Vec::new()),
-    };
+    })
+}
+
+pub fn run(args: RunArgs, global: GlobalArgs) -> Result<()> {
+    if args.on_chain {
+        return run_on_chain(args, global);
+    }
+    let (settings, seed) = settings(&args.generation)?;
+    let prompt = prompt(&args.generation)?;
     let source = Source::open(&args.model, &global)?;
     let artifact = source.artifact()?;
     let prompt_tokens = prompt.tokens(&artifact)?;
     let context = artifact.config().context_length;
-    let steps = args.steps.unwrap_or_else(|| {
-        256.min((context + 1).saturating_sub(prompt_tokens.len() as u32))
-            .max(1)
-    });
+    let steps = args
+        .generation
+        .steps
+        .unwrap_or_else(|| default_steps(context, prompt_tokens.len()));
     let streaming = global.output == Output::Text;
     let mut stdout = std::io::stdout().lock();
     let generation = generate(&artifact, &prompt_tokens, steps, settings, |_, piece| {
@@ -186,6 +227,160 @@ pub fn run(args: RunArgs, global: GlobalArgs) -> Result<()> {
         Output::Json => {
             let mut json = serde_json::to_value(&generation)?;
             json["seed"] = serde_json::json!(seed);
+            emit(&(serde_json::to_string_pretty(&json)? + "\n"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A token's text to stdout as it lands (a closed pipe stops the printing, not the run).
+fn streamer(enabled: bool) -> impl FnMut(u32, &[u8]) {
+    move |_, piece| {
+        if enabled {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(piece).and_then(|()| stdout.flush());
+        }
+    }
+}
+
+/// The run's figures, for the text output (on stderr, after the text).
+fn on_chain_summary(run: &OnChainRun) -> String {
+    let end = match run.end {
+        Status::EndToken => "ended by token",
+        _ => "steps done",
+    };
+    let most = run.step_units.iter().max().copied().unwrap_or(0);
+    let resumed = run
+        .resumed_from
+        .map_or(String::new(), |c| format!(", resumed at step {c}"));
+    let rent = match run.closed {
+        true => format!("rent {} lamports paid and returned at close", run.rent),
+        false => format!(
+            "run account kept, holding {} lamports of rent (close it: the same command without --keep)",
+            run.rent_held
+        ),
+    };
+    format!(
+        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps, {} transactions ({} failed), {} compute units (at most {most} in a step), fees {} lamports, {rent}; the runner spent {} lamports; seed {}, weights hash {}",
+        run.tokens.len(),
+        run.seconds,
+        run.run,
+        run.nonce,
+        run.steps,
+        run.transactions,
+        run.failed_transactions,
+        run.total_units(),
+        run.fees,
+        run.lamports_spent(),
+        run.seed,
+        run.weights_hash,
+    )
+}
+
+fn on_chain_json(run: &OnChainRun) -> Result<serde_json::Value> {
+    let mut json = serde_json::to_value(run)?;
+    json["compute_units"] = serde_json::json!(run.total_units());
+    json["lamports_spent"] = serde_json::json!(run.lamports_spent() as i64);
+    json["end"] = serde_json::json!(match run.end {
+        Status::EndToken => "end token",
+        _ => "steps done",
+    });
+    Ok(json)
+}
+
+fn request(
+    generation: &GenerationArgs,
+    nonce: Option<u32>,
+    keep: bool,
+    global: &GlobalArgs,
+) -> Result<RunRequest> {
+    let (settings, _) = settings(generation)?;
+    let mut request = RunRequest::new(prompt(generation)?, generation.steps, settings);
+    request.nonce = nonce.unwrap_or(0);
+    request.keep = keep;
+    request.compute_unit_price = global.compute_unit_price;
+    Ok(request)
+}
+
+fn run_on_chain(args: RunArgs, global: GlobalArgs) -> Result<()> {
+    if Path::new(&args.model).exists() {
+        bail!(
+            "--on-chain runs a sealed model: give its address, not the file {} (publish and seal it with `client publish {} --seal`, or try it in a bank with `client rehearse-run {}`)",
+            args.model, args.model, args.model
+        );
+    }
+    let address = solana_pubkey::Pubkey::from_str(&args.model)
+        .map_err(|_| anyhow!("'{}' is not a base-58 model address", args.model))?;
+    let request = request(&args.generation, args.nonce, args.keep, &global)?;
+    let keypair = global.keypair()?;
+    let runtime = runtime()?;
+    let t = rpc(&global, &runtime)?;
+    let streaming = global.output == Output::Text;
+    if streaming {
+        eprintln!(
+            "running model {address} on {} (nonce {}, seed {}; the same command resumes it if interrupted)",
+            crate::Transport::describe(&t),
+            request.nonce,
+            request.settings.seed
+        );
+    }
+    let run = runtime.block_on(crate::onchain::run_on_chain(
+        &t,
+        &keypair,
+        &address,
+        &request,
+        streamer(streaming),
+    ))?;
+    match global.output {
+        Output::Text => {
+            emit("\n")?;
+            eprintln!("{}", on_chain_summary(&run));
+        }
+        Output::Json => emit(&(serde_json::to_string_pretty(&on_chain_json(&run)?)? + "\n"))?,
+    }
+    Ok(())
+}
+
+pub fn rehearse_run(args: RehearseRunArgs, global: GlobalArgs) -> Result<()> {
+    let file = MappedFile::open(&args.artifact)
+        .with_context(|| format!("artifact {}", args.artifact.display()))?;
+    let request = request(&args.generation, args.nonce, args.keep, &global)?;
+    // With --keypair (or the Solana CLI's), the rehearsal signs as it (no lamport is touched).
+    let authority = match &global.keypair {
+        Some(_) => Some(global.keypair()?),
+        None => global
+            .keypair_path()
+            .ok()
+            .filter(|p| p.exists())
+            .and_then(|p| super::config::read_keypair(&p).ok()),
+    };
+    let streaming = global.output == Output::Text;
+    if streaming {
+        eprintln!(
+            "publishing and sealing {} in an in-process bank running the real program, then running it there (nonce {}, seed {})",
+            args.artifact.display(),
+            request.nonce,
+            request.settings.seed
+        );
+    }
+    let (report, run) = runtime()?.block_on(crate::rehearse::rehearse_run(
+        file.bytes(),
+        authority.as_ref(),
+        &global.program_id()?,
+        &global.options(),
+        &request,
+        streamer(streaming),
+    ))?;
+    match global.output {
+        Output::Text => {
+            emit("\n")?;
+            eprint!("{}", report.to_text().replace("next:", "after:"));
+            eprintln!("{}", on_chain_summary(&run));
+            eprintln!("(in-process bank running the real program; the same transactions and lamports on a cluster)");
+        }
+        Output::Json => {
+            let mut json = on_chain_json(&run)?;
+            json["rehearsal"] = report.to_json();
             emit(&(serde_json::to_string_pretty(&json)? + "\n"))?;
         }
     }

@@ -1,0 +1,447 @@
+//! `client run --on-chain` on the bank running the SBF binary: the tokens read back from the
+//! run account equal the off-chain `client run` (curta-core driven directly) token for token
+//! and its text byte for byte; the runner pays exactly the fees (the rent comes back at close);
+//! a runner too poor for the price is refused before anything is sent; an interrupted run
+//! resumes from the chain.
+
+use super::*;
+use curta_client::onchain::{run_on_chain, RunOnChainError, RunRequest};
+use curta_client::run::{detokenize, generate, Prompt};
+use curta_client::{publish, Error};
+use curta_core::infer::{state_len, Model, Run, Settings, Status};
+use curta_program::instruction as ix;
+use curta_program::run::{run_address, run_len, run_seed, step_cost, MAX_STEP_BUDGET};
+use solana_compute_budget_interface::ComputeBudgetInstruction;
+use solana_instruction::Instruction;
+use solana_message::Message;
+use solana_transaction::Transaction;
+
+/// The synthetic grouped-query model (8 sections, 8 heads over 2 key/value heads, untied
+/// classifier), as tests/program/runs.rs builds it.
+fn gqa_artifact() -> Vec<u8> {
+    use curta_core::convert::synth;
+    let checkpoint = synth::checkpoint(&synth::GQA, false, 11);
+    let tokenizer = synth::tokenizer(synth::GQA.vocab_size, 11);
+    curta_core::convert::convert(&checkpoint, &tokenizer).unwrap()
+}
+
+/// What `client run` prints off chain: the tokens and the text bytes.
+fn off_chain(
+    artifact: &[u8],
+    prompt: &Prompt,
+    steps: u32,
+    settings: Settings,
+) -> (Vec<u32>, Vec<u8>) {
+    let artifact = curta_core::decode(artifact).unwrap();
+    let ids = prompt.tokens(&artifact).unwrap();
+    let g = generate(&artifact, &ids, steps, settings, |_, _| {}).unwrap();
+    let text = detokenize(&artifact, *ids.last().unwrap(), &g.tokens).unwrap();
+    assert_eq!(g.text, String::from_utf8_lossy(&text));
+    (g.tokens, text)
+}
+
+/// The number of Step transactions of a run: curta-core advanced with the program's budget
+/// and cost, counted here independently of the client.
+fn step_count(artifact: &[u8], prompt: &Prompt, steps: u32, settings: Settings) -> u32 {
+    let artifact = curta_core::decode(artifact).unwrap();
+    let ids = prompt.tokens(&artifact).unwrap();
+    let model = Model::from_artifact(&artifact).unwrap();
+    let mut state = vec![0u8; state_len(&model.config())];
+    let mut run = Run::start(&mut state, &model, &ids, steps, settings).unwrap();
+    let mut count = 0;
+    while run.status() == Status::Running {
+        run.advance_by(&model, MAX_STEP_BUDGET as u64, step_cost)
+            .unwrap();
+        count += 1;
+    }
+    count
+}
+
+/// The fee of a transaction with one signature (what every run transaction carries).
+async fn fee_per_transaction(bank: &BankTransport, payer: &Pubkey) -> u64 {
+    let (blockhash, _) = bank.latest_blockhash().await.unwrap();
+    let message = Message::new_with_blockhash(
+        &[ComputeBudgetInstruction::set_compute_unit_limit(1_400_000)],
+        Some(payer),
+        &blockhash,
+    );
+    bank.fee_for_message(&message).await.unwrap()
+}
+
+const SAMPLED: Settings = Settings {
+    temperature: 52_429,
+    top_p: 58_982,
+    seed: 7,
+};
+
+/// Runs `prompt` on chain and checks everything against the off-chain run: tokens, text,
+/// streamed pieces, the steps, the transactions, the lamports.
+#[allow(clippy::too_many_arguments)]
+async fn run_and_compare(
+    bank: &BankTransport,
+    runner: &Keypair,
+    model: &Pubkey,
+    artifact: &[u8],
+    prompt: Prompt,
+    steps: u32,
+    settings: Settings,
+    nonce: u32,
+) {
+    let (tokens, text) = off_chain(artifact, &prompt, steps, settings);
+    let expected_steps = step_count(artifact, &prompt, steps, settings);
+    let fee = fee_per_transaction(bank, &runner.pubkey()).await;
+    let before = bank.balance(&runner.pubkey()).await.unwrap();
+    let mut request = RunRequest::new(prompt.clone(), Some(steps), settings);
+    request.nonce = nonce;
+    let mut streamed: Vec<(u32, Vec<u8>)> = Vec::new();
+    let run = run_on_chain(bank, runner, model, &request, |id, piece| {
+        streamed.push((id, piece.to_vec()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{prompt:?} {settings:?}: {e}"));
+    let context = format!("{prompt:?}, {steps} steps, {settings:?}");
+    assert_eq!(run.tokens, tokens, "{context}: tokens");
+    assert_eq!(run.text_bytes, text, "{context}: text");
+    assert_eq!(run.text, String::from_utf8_lossy(&text), "{context}");
+    assert!(!tokens.is_empty());
+    assert_eq!(
+        streamed.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        tokens,
+        "{context}: streamed ids"
+    );
+    assert_eq!(
+        streamed
+            .iter()
+            .flat_map(|(_, p)| p.clone())
+            .collect::<Vec<_>>(),
+        text,
+        "{context}: streamed text"
+    );
+    assert_eq!(run.steps, expected_steps, "{context}: steps");
+    assert_eq!(run.step_units.len() as u32, expected_steps);
+    assert!(
+        run.step_units.iter().all(|&u| u > 0 && u <= 1_200_000),
+        "{context}: step units {:?}",
+        run.step_units
+    );
+    assert_eq!(run.transactions, expected_steps as u64 + 2, "{context}");
+    assert_eq!(run.failed_transactions, 0);
+    assert_eq!(
+        run.fees,
+        fee * (expected_steps as u64 + 2),
+        "{context}: fees"
+    );
+    assert_eq!(run.resumed_from, None);
+    match &prompt {
+        Prompt::Tokens(_) => assert_eq!(run.prompt_sent_as, Some("tokens")),
+        Prompt::Text(_) => assert!(run.prompt_sent_as.is_some()),
+    }
+    assert!(run.closed);
+    assert_eq!(run.rent_held, 0);
+    // Exactly the fees spent: the rent came back at close.
+    let after = bank.balance(&runner.pubkey()).await.unwrap();
+    assert_eq!(after, before - run.fees, "{context}: runner's balance");
+    assert_eq!((run.balance_before, run.balance_after), (before, after));
+    let address = run_address(&curta_program::id(), &runner.pubkey(), model, nonce);
+    assert_eq!(run.run, address.to_string());
+    assert!(bank.get_accounts(&[address]).await.unwrap()[0].is_none());
+    println!(
+        "{context}: {} tokens, {} steps, {} CU in steps (at most {}), start {:?} CU (prompt as {:?}), fees {}",
+        run.tokens.len(),
+        run.steps,
+        run.step_units.iter().sum::<u64>(),
+        run.step_units.iter().max().unwrap(),
+        run.start_units,
+        run.prompt_sent_as,
+        run.fees
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stories260k_on_chain_equals_client_run() {
+    let artifact = curta_tests::stories260k_artifact();
+    let (bank, runner) = bank(100 * SOL).await;
+    publish(&bank, &runner, &artifact, true, &options())
+        .await
+        .unwrap();
+    let model = model_of(&runner.pubkey(), &artifact);
+    let cases: [(Prompt, u32, Settings); 4] = [
+        (
+            Prompt::Text(b"Once upon a time".to_vec()),
+            12,
+            Settings::greedy(),
+        ),
+        (Prompt::Tokens(vec![1]), 10, SAMPLED),
+        (
+            Prompt::Tokens(vec![1, 306, 470]),
+            10,
+            Settings {
+                seed: 42,
+                ..SAMPLED
+            },
+        ),
+        (
+            Prompt::Text(b"Lily".to_vec()),
+            8,
+            Settings {
+                seed: 9,
+                temperature: 65_536,
+                top_p: 65_536,
+            },
+        ),
+    ];
+    for (nonce, (prompt, steps, settings)) in cases.into_iter().enumerate() {
+        run_and_compare(
+            &bank,
+            &runner,
+            &model,
+            &artifact,
+            prompt,
+            steps,
+            settings,
+            nonce as u32,
+        )
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_query_model_on_chain_equals_client_run() {
+    let artifact = gqa_artifact();
+    let (bank, runner) = bank(100 * SOL).await;
+    publish(&bank, &runner, &artifact, true, &options())
+        .await
+        .unwrap();
+    let model = model_of(&runner.pubkey(), &artifact);
+    let cases = [
+        (Prompt::Tokens(vec![1, 5, 77]), Settings::greedy()),
+        (
+            Prompt::Text(b"ab".to_vec()),
+            Settings { seed: 3, ..SAMPLED },
+        ),
+    ];
+    for (nonce, (prompt, settings)) in cases.into_iter().enumerate() {
+        run_and_compare(
+            &bank,
+            &runner,
+            &model,
+            &artifact,
+            prompt,
+            10,
+            settings,
+            nonce as u32,
+        )
+        .await;
+    }
+}
+
+/// A runner whose balance does not cover the rent, the fees and its own reserve is refused
+/// with those numbers, and nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_too_poor_is_refused_before_anything_is_sent() {
+    quiet();
+    let artifact = curta_tests::stories260k_artifact();
+    let (publisher, poor) = (Keypair::new(), Keypair::new());
+    let bank = BankTransport::start(&[(publisher.pubkey(), 100 * SOL), (poor.pubkey(), SOL)]).await;
+    publish(&bank, &publisher, &artifact, true, &options())
+        .await
+        .unwrap();
+    let model = model_of(&publisher.pubkey(), &artifact);
+    let prompt = Prompt::Tokens(vec![1]);
+    let request = RunRequest::new(prompt.clone(), Some(8), Settings::greedy());
+    let steps = step_count(&artifact, &prompt, 8, Settings::greedy()) as u64;
+    let config = curta_core::decode(&artifact).unwrap().config();
+    let rent = bank
+        .rent_minimum(run_len(&config, 8) as usize)
+        .await
+        .unwrap();
+    let reserve = bank.rent_minimum(0).await.unwrap();
+    let fees = fee_per_transaction(&bank, &poor.pubkey()).await * (steps + 2);
+    let err = run_on_chain(&bank, &poor, &model, &request, |_, _| panic!("no token"))
+        .await
+        .unwrap_err();
+    match &err {
+        RunOnChainError::Client(Error::InsufficientFunds {
+            payer,
+            balance,
+            needed,
+            rent: r,
+            fees: f,
+            reserve: v,
+        }) => {
+            assert_eq!(*payer, poor.pubkey());
+            assert_eq!(*balance, SOL);
+            assert_eq!((*r, *f, *v), (rent, fees, reserve));
+            assert_eq!(*needed, rent + fees + reserve);
+        }
+        other => panic!("expected InsufficientFunds, got {other}"),
+    }
+    assert!(
+        rent > SOL,
+        "stories260K's run account costs more than 1 SOL of rent"
+    );
+    let address = run_address(&curta_program::id(), &poor.pubkey(), &model, 0);
+    assert!(bank.get_accounts(&[address]).await.unwrap()[0].is_none());
+    bank.settle().await;
+    assert_eq!(bank.balance(&poor.pubkey()).await.unwrap(), SOL);
+}
+
+/// Sends `instructions` with a 1,400,000 compute-unit limit, paid and signed by `payer`.
+async fn send(bank: &BankTransport, payer: &Keypair, instructions: &[Instruction]) {
+    let mut all = vec![ComputeBudgetInstruction::set_compute_unit_limit(1_400_000)];
+    all.extend_from_slice(instructions);
+    let client = bank.banks_client();
+    let blockhash = client.get_latest_blockhash().await.unwrap();
+    let tx = Transaction::new_signed_with_payer(&all, Some(&payer.pubkey()), &[payer], blockhash);
+    client.process_transaction(tx).await.unwrap();
+}
+
+/// A run started and stepped three times by hand (as a client interrupted after its third
+/// step leaves it) is resumed from the chain: the same tokens and text as the off-chain run,
+/// only the remaining steps and the close paid, the rent returned. A run of other settings at
+/// the address is refused without a transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_run_resumes_from_the_chain() {
+    let artifact = curta_tests::stories260k_artifact();
+    let (bank, runner) = bank(100 * SOL).await;
+    publish(&bank, &runner, &artifact, true, &options())
+        .await
+        .unwrap();
+    let model = model_of(&runner.pubkey(), &artifact);
+    let account = bank
+        .get_accounts(&[model])
+        .await
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    let sealed = curta_program::state::Model::unpack(&account.data).unwrap();
+    let weights = sealed.weight_accounts[..2].to_vec();
+    let program = curta_program::id();
+    let me = runner.pubkey();
+    let config = curta_core::decode(&artifact).unwrap().config();
+    let (steps, nonce, settings) = (
+        10u32,
+        5u32,
+        Settings {
+            seed: 11,
+            ..SAMPLED
+        },
+    );
+    let prompt = Prompt::Text(b"Once upon a time".to_vec());
+    let address = run_address(&program, &me, &model, nonce);
+    let len = run_len(&config, steps) as usize;
+    let rent = bank.rent_minimum(len).await.unwrap();
+    let create = solana_system_interface::instruction::create_account_with_seed(
+        &me,
+        &address,
+        &me,
+        &run_seed(&model, nonce),
+        rent,
+        len as u64,
+        &program,
+    );
+    let start = ix::start_run(
+        &program,
+        &address,
+        &me,
+        &model,
+        &weights[0],
+        nonce,
+        steps,
+        &settings,
+        ix::OwnedPrompt::Text(b"Once upon a time".to_vec()),
+    );
+    send(&bank, &runner, &[create, start]).await;
+    for cursor in 0..3 {
+        let step = ix::step(
+            &program,
+            &address,
+            &model,
+            &weights,
+            cursor,
+            MAX_STEP_BUDGET,
+        );
+        send(&bank, &runner, &[step]).await;
+    }
+
+    // Other settings at the same nonce: refused, nothing sent.
+    let before = bank.balance(&me).await.unwrap();
+    let mut other = RunRequest::new(
+        prompt.clone(),
+        Some(steps),
+        Settings {
+            seed: 12,
+            ..settings
+        },
+    );
+    other.nonce = nonce;
+    let err = run_on_chain(&bank, &runner, &model, &other, |_, _| {})
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, RunOnChainError::RunAccount { address: a, .. } if *a == address),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("run account {address}: at cursor 3 holds another run than this prompt and these settings (prompt, --temperature, --top-p and --seed must be the ones it was started with): run the same command as started it, or pass another --nonce")
+    );
+    // Another token count: refused by the account's length.
+    other = RunRequest::new(prompt.clone(), Some(steps + 1), settings);
+    other.nonce = nonce;
+    let err = run_on_chain(&bank, &runner, &model, &other, |_, _| {})
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("was started with another token count"),
+        "{err}"
+    );
+    assert_eq!(bank.balance(&me).await.unwrap(), before);
+
+    // The same command resumes at step 3.
+    let (tokens, text) = off_chain(&artifact, &prompt, steps, settings);
+    let total = step_count(&artifact, &prompt, steps, settings);
+    let fee = fee_per_transaction(&bank, &me).await;
+    let mut request = RunRequest::new(prompt.clone(), Some(steps), settings);
+    request.nonce = nonce;
+    let mut streamed = Vec::new();
+    let run = run_on_chain(&bank, &runner, &model, &request, |id, _| streamed.push(id))
+        .await
+        .unwrap();
+    assert_eq!(run.resumed_from, Some(3));
+    assert_eq!(run.tokens, tokens);
+    assert_eq!(run.text_bytes, text);
+    assert_eq!(streamed, tokens);
+    assert_eq!(run.steps, total);
+    assert_eq!(run.step_units.len() as u32, total - 3);
+    assert_eq!(run.start_units, None);
+    assert_eq!(run.transactions, (total - 3) as u64 + 1);
+    assert_eq!(run.fees, fee * ((total - 3) as u64 + 1));
+    assert_eq!(run.rent, 0);
+    // The rent the run held comes back with the close; the remaining fees are all it cost.
+    assert_eq!(bank.balance(&me).await.unwrap(), before + rent - run.fees);
+    assert!(bank.get_accounts(&[address]).await.unwrap()[0].is_none());
+
+    // With --keep, the run stays; the same command again finds it finished and closes it.
+    let mut keep = RunRequest::new(prompt.clone(), Some(steps), settings);
+    keep.nonce = nonce + 1;
+    keep.keep = true;
+    let kept = run_on_chain(&bank, &runner, &model, &keep, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(kept.tokens, tokens);
+    assert!(!kept.closed);
+    let kept_address = run_address(&program, &me, &model, nonce + 1);
+    assert_eq!(kept.rent_held, rent);
+    assert_eq!(kept.balance_after, kept.balance_before - rent - kept.fees);
+    keep.keep = false;
+    let closed = run_on_chain(&bank, &runner, &model, &keep, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(closed.resumed_from, Some(total));
+    assert_eq!(closed.tokens, tokens);
+    assert_eq!(closed.transactions, 1);
+    assert_eq!(closed.balance_after, closed.balance_before + rent - fee);
+    assert!(bank.get_accounts(&[kept_address]).await.unwrap()[0].is_none());
+}
