@@ -232,3 +232,88 @@ fn bad_input_is_refused_with_the_value_before_any_work() {
         );
     }
 }
+
+/// `rehearse-run` publishes, seals and runs the model on chain in the bank: the JSON has the
+/// off-chain run's keys and values (the same tokens and text as `run` of the file, sampled
+/// with a seed) and the on-chain figures; text mode streams the same text. `run --on-chain`
+/// refuses a file, and `--keep` without `--on-chain`, before any work.
+#[test]
+fn rehearse_run_equals_run_and_reports_the_chain_figures() {
+    let (_dir, path, _) = artifact();
+    let p = path.to_str().unwrap();
+    let args = [
+        "--prompt",
+        "Once upon a time",
+        "--steps",
+        "6",
+        "--temperature",
+        "0.8",
+        "--seed",
+        "5",
+        "--output",
+        "json",
+    ];
+    let off = json(&client(&[&["run", p][..], &args[..]].concat()));
+    let keypair = _dir.path().join("id.json");
+    let secret: Vec<u8> = solana_keypair_bytes();
+    std::fs::write(&keypair, serde_json::to_string(&secret).unwrap()).unwrap();
+    let k = keypair.to_str().unwrap();
+    let on = json(&client(
+        &[&["rehearse-run", p, "--keypair", k][..], &args[..]].concat(),
+    ));
+    for key in ["prompt_tokens", "tokens", "text", "weights_hash", "seed"] {
+        assert_eq!(on[key], off[key], "{key}");
+    }
+    let steps = on["steps"].as_u64().unwrap();
+    assert_eq!(on["transactions"].as_u64().unwrap(), steps + 2);
+    assert_eq!(on["step_units"].as_array().unwrap().len() as u64, steps);
+    assert_eq!(on["lamports_spent"].as_u64(), on["fees"].as_u64());
+    assert_eq!(on["closed"], true);
+    assert_eq!(on["rehearsal"]["state"], "Sealed");
+    for key in [
+        "balance_after",
+        "balance_before",
+        "close_units",
+        "compute_units",
+        "end",
+        "failed_transactions",
+        "fees",
+        "model",
+        "nonce",
+        "rent",
+        "rent_held",
+        "resumed_from",
+        "run",
+        "seconds",
+        "start_units",
+        "tokens_per_second",
+    ] {
+        assert!(on.get(key).is_some(), "{key} in {on}");
+    }
+
+    let text_args: Vec<&str> = args[..8].to_vec();
+    let o = client(&[&["rehearse-run", p, "--keypair", k][..], &text_args[..]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text, format!("{}\n", off["text"].as_str().unwrap()));
+    let report = String::from_utf8(o.stderr).unwrap();
+    assert!(report.contains("on chain in"), "{report}");
+
+    let o = client(&["run", p, "--on-chain", "--prompt", "x"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("--on-chain runs a sealed model: give its address"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = client(&["run", p, "--keep"]);
+    assert!(!o.status.success());
+    assert!(o.stdout.is_empty());
+}
+
+/// A fixed ed25519 keypair's 64 bytes (secret then public), as a Solana keypair file holds.
+fn solana_keypair_bytes() -> Vec<u8> {
+    let keypair = solana_keypair::Keypair::new_from_array([7; 32]);
+    keypair.to_bytes().to_vec()
+}
