@@ -445,3 +445,48 @@ async fn an_interrupted_run_resumes_from_the_chain() {
     assert_eq!(closed.balance_after, closed.balance_before + rent - fee);
     assert!(bank.get_accounts(&[kept_address]).await.unwrap()[0].is_none());
 }
+
+/// The same run over RPC (solana-client's RpcClient against the JSON-RPC node of
+/// tests/support/rpc_shim.rs, which runs the program on a bank), with a compute-unit price:
+/// the tokens and text of the off-chain run, every step carrying the 1,400,000 limit (so
+/// paying 5,000 + 1,400 lamports at 1,000 micro-lamports per unit), exact lamports on the bank.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_rpc_with_a_price_the_run_equals_client_run() {
+    use curta_client::RpcTransport;
+    use curta_tests::rpc_shim::RpcShim;
+    quiet();
+    let artifact = curta_tests::stories260k_artifact();
+    let runner = Keypair::new();
+    let shim = RpcShim::start(&[(runner.pubkey(), 100 * SOL)]).await;
+    let rpc = RpcTransport::new(
+        &shim.url(),
+        solana_commitment_config::CommitmentConfig::confirmed(),
+    );
+    publish(&rpc, &runner, &artifact, true, &options())
+        .await
+        .unwrap();
+    let model = model_of(&runner.pubkey(), &artifact);
+    let prompt = Prompt::Tokens(vec![1, 306]);
+    let settings = Settings { seed: 5, ..SAMPLED };
+    let (tokens, text) = off_chain(&artifact, &prompt, 8, settings);
+    let steps = step_count(&artifact, &prompt, 8, settings) as u64;
+    let before = shim.banks().get_balance(runner.pubkey()).await.unwrap();
+    let mut request = RunRequest::new(prompt, Some(8), settings);
+    request.compute_unit_price = Some(1_000);
+    let run = run_on_chain(&rpc, &runner, &model, &request, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(run.tokens, tokens);
+    assert_eq!(run.text_bytes, text);
+    assert_eq!(run.steps as u64, steps);
+    assert_eq!(run.transactions, steps + 2);
+    // Each step carries 1,400,000; the start its measured limit (1.2 x units + 1,000); the
+    // close the fixed 50,000 (priced before the run account exists, so not measurable).
+    let limit = |units: u64| units + units / 5 + 1_000;
+    let priced = |limit: u64| 5_000 + (1_000 * limit).div_ceil(1_000_000);
+    let expected =
+        steps * priced(1_400_000) + priced(limit(run.start_units.unwrap())) + priced(50_000);
+    assert_eq!(run.fees, expected);
+    let after = shim.banks().get_balance(runner.pubkey()).await.unwrap();
+    assert_eq!(after, before - run.fees);
+}
