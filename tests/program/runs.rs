@@ -533,12 +533,13 @@ async fn attacks_on_a_run_are_refused_without_effect() {
     )
     .await;
     // Close by a foreign signer.
-    let mallory_close = ix::close_run(&PROGRAM, &r.run, &bank.authority.pubkey());
+    let stranger = bank.authority.insecure_clone();
+    let foreign_close = ix::close_run(&PROGRAM, &r.run, &stranger.pubkey());
     refused_unchanged(
         &mut bank,
         &r.run,
-        vec![mallory_close],
-        &[&bank.authority.insecure_clone()],
+        vec![foreign_close],
+        &[&stranger],
         0,
         custom(CurtaError::Unauthorized),
     )
@@ -842,6 +843,40 @@ async fn compute_units_of_run_steps() {
     };
     let results = steps_per_token(&mut bank, &q, &artifact, &[1, 64, 255]).await;
     report("stories15M shape", results, &mut lines);
+    // Sampling over 32,000 tokens is one item over a step's budget: such a run is refused at
+    // StartRun (it could never take its first sampled token), greedy is not.
+    let runner = bank.mallory.insecure_clone();
+    let shape_config = config_of(&artifact);
+    assert!(!curta_program::run::sampling_fits(
+        &shape_config,
+        SAMPLED.temperature
+    ));
+    let (_, instructions) = start_instructions(
+        &q,
+        &shape_config,
+        &runner.pubkey(),
+        7,
+        4,
+        &SAMPLED,
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    let result = bank.send(&with_limit(instructions), &[&runner]).await;
+    assert_eq!(
+        result.unwrap_err(),
+        TransactionError::InstructionError(2, custom(CurtaError::InvalidRun))
+    );
+    let (_, instructions) = start_instructions(
+        &q,
+        &shape_config,
+        &runner.pubkey(),
+        7,
+        4,
+        &Settings::greedy(),
+        OwnedPrompt::Tokens(vec![1]),
+    );
+    bank.send(&with_limit(instructions), &[&runner])
+        .await
+        .unwrap();
     for line in &lines {
         println!("{line}");
     }
@@ -849,4 +884,75 @@ async fn compute_units_of_run_steps() {
         worst <= STEP_GOAL,
         "a step took {worst} CU, over {STEP_GOAL}"
     );
+}
+
+/// Calibration of `run::step_cost` (run by hand: `cargo test -p curta-tests --test program
+/// runs::step_cost_calibration -- --ignored --nocapture`): from a planted state at position
+/// `pos`, one step per stage of the first layer, the classifier and the sampling, each with a
+/// budget of exactly that stage's estimated units; prints the estimate and the measure.
+#[tokio::test]
+#[ignore]
+async fn step_cost_calibration() {
+    use curta_core::infer::Stage;
+    let mut bank = Bank::start().await;
+    let stories = curta_tests::stories260k_artifact();
+    let shape = crate::fixtures::stories15m_sections();
+    let mut big = vec![];
+    shape.0.iter().for_each(|s| big.extend_from_slice(s));
+    for (name, artifact) in [("stories260K", stories), ("stories15M shape", big)] {
+        let p = sealed(&mut bank, &artifact).await;
+        let config = config_of(&artifact);
+        for (nonce, pos, sampled) in [(200u32, 1u32, false), (201, 200, false), (202, 1, true)] {
+            let mut state = state_before_position(&artifact, pos);
+            if sampled {
+                // The same state, sampling from here on (temperature 0.8, top-p 0.9, seed 7).
+                state[40..44].copy_from_slice(&52_429u32.to_le_bytes());
+                state[44..48].copy_from_slice(&58_982u32.to_le_bytes());
+                state[48..56].copy_from_slice(&7u64.to_le_bytes());
+            }
+            let run = plant_run(&mut bank, &p, &state, nonce).await;
+            let layers = config.layers;
+            let mut codes: Vec<u32> = if sampled { vec![] } else { (0..=10).collect() };
+            if !sampled {
+                codes.extend([1 + 10 * layers, 2 + 10 * layers]);
+            }
+            codes.push(3 + 10 * layers);
+            let mut cursor = 0;
+            let mut at = 0u32;
+            for code in codes {
+                // Skip to `code` with full budgets (not measured).
+                while at < code {
+                    let header = read_run(&mut bank, &run).await;
+                    at = curta_core::le::u32_at(&header.state, 32);
+                    if at >= code {
+                        break;
+                    }
+                    let stage = Stage::of(at, layers).unwrap();
+                    let item = curta_core::le::u32_at(&header.state, 36);
+                    let left =
+                        (stage.items(&config) - item) as u64 * step_cost(stage, &config, pos);
+                    let budget = left.min(MAX_STEP_BUDGET as u64) as u32;
+                    let step = ix::step(&PROGRAM, &run, &p.model, &p.weights, cursor, budget);
+                    bank.send(&with_limit(vec![step]), &[]).await.unwrap();
+                    cursor += 1;
+                }
+                let stage = Stage::of(code, layers).unwrap();
+                let per_item = step_cost(stage, &config, pos);
+                let items =
+                    (MAX_STEP_BUDGET as u64 / per_item).clamp(1, stage.items(&config) as u64);
+                let budget = (items * per_item) as u32;
+                let step = ix::step(&PROGRAM, &run, &p.model, &p.weights, cursor, budget);
+                let (result, _, units) = bank.send_metered(&with_limit(vec![step]), &[]).await;
+                result.unwrap();
+                cursor += 1;
+                println!(
+                    "{name} pos {pos}{} stage {code} {stage:?}: {items} items, estimate {budget}, measured {units} ({:.3})",
+                    units as f64 / budget as f64,
+                    if sampled { " sampled" } else { "" }
+                );
+                let header = read_run(&mut bank, &run).await;
+                at = curta_core::le::u32_at(&header.state, 32);
+            }
+        }
+    }
 }

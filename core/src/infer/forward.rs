@@ -4,7 +4,7 @@
 
 use super::fixed::{exp_index, mul_q24, saturate, shift_round, InvRms, RMS_EPSILON, TABLE_LAST};
 use super::model::Rows;
-use super::state::{get, get_u32, set, set_u32};
+use super::state::{get, get_u32, set, set_u32, word};
 use crate::{Block, Metadata, WEIGHT_BIAS};
 
 /// The longest input vector: the hidden dimension's limit.
@@ -384,10 +384,10 @@ fn attention_head_any(
     // Softmax: e_t = exp[round((max − score) / 2^8)]; with R = floor(2^62 / Σ e), the weights
     // are floor(e_t × R / 2^32), so that Σ weights ≤ 2^30.
     let mut total = 0u64;
-    for t in 0..positions {
-        let score = get(att, t);
+    for a in att[..4 * positions].chunks_exact_mut(4) {
+        let score = word(a);
         let e = get_u32(exp, exp_index((max as i64 - score as i64) as u64));
-        set_u32(att, t, e);
+        set_u32(a, 0, e);
         total += e as u64;
     }
     let reciprocal = (1u64 << 62) / total;
@@ -419,8 +419,8 @@ fn attention_head_any(
 #[inline(always)]
 fn head_dot(query: &[i64], _q: &[u8], key: &[u8]) -> i64 {
     let mut dot = 0i64;
-    for (j, &qj) in query.iter().enumerate() {
-        dot += qj * get(key, j) as i64;
+    for (&qj, k) in query.iter().zip(key.chunks_exact(4)) {
+        dot += qj * word(k) as i64;
     }
     dot
 }
@@ -459,8 +459,8 @@ fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 #[inline(always)]
 fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
-    for (j, acc) in acc.iter_mut().enumerate() {
-        *acc += w * get(value, j) as i64;
+    for (acc, v) in acc.iter_mut().zip(value.chunks_exact(4)) {
+        *acc += w * word(v) as i64;
     }
 }
 

@@ -187,7 +187,7 @@ impl<'s> Run<'s> {
         settings: &Settings,
     ) -> Result<Run<'s>, RunError> {
         let (config, layout, state) = sized(state, model)?;
-        state.fill(0);
+        super::state::zero(state);
         state[..8].copy_from_slice(&STATE_TAG);
         for (i, f) in config.fields().into_iter().enumerate() {
             put_u32(state, field::CONFIG + 4 * i, f);

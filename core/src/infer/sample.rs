@@ -82,7 +82,7 @@ pub fn sample(
     let t = settings.temperature;
 
     // Tokens and total weight per table index.
-    hist.fill(0);
+    super::state::zero(hist);
     let mut total = 0u64;
     for i in 0..vocab {
         let k = index_of(logits, i, max, t);

@@ -14,7 +14,9 @@ use super::shared::{
 };
 use crate::error::CurtaError;
 use crate::instruction::{InstructionData, Prompt};
-use crate::run::{run_len, run_seed_bytes, RunAccount, RUN_HEADER_LEN, TEXT_PER_STEP};
+use crate::run::{
+    run_len, run_seed_bytes, sampling_fits, RunAccount, RUN_HEADER_LEN, TEXT_PER_STEP,
+};
 use crate::state::{all_zero, same_address, WeightFields, WEIGHT_HEADER_LEN};
 
 /// Its own stack frame (a run's locals and curta-core's inlined into the entrypoint's would
@@ -92,6 +94,12 @@ fn start_run(
         return Err(CurtaError::AlreadyInitialized.into());
     }
 
+    if !sampling_fits(&config, settings.temperature) {
+        pinocchio::log::sol_log(
+            "run: sampling over this vocabulary does not fit one step: use temperature 0",
+        );
+        return Err(CurtaError::InvalidRun.into());
+    }
     let meta = Metadata::sealed(&zero[WEIGHT_HEADER_LEN..]).ok_or(CurtaError::InvalidRun)?;
     let model = Model::new(meta, &[]).map_err(log_run_error)?;
     let heap = Heap::take();
