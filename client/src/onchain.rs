@@ -52,12 +52,14 @@ pub enum RunOnChainError {
         cursor: u32,
         what: String,
     },
-    #[error("step {cursor} of run {address} would fail: {error}{}", logs_tail(.logs))]
+    #[error("step {cursor} of run {address} would fail: {error}{}{}", logs_tail(.logs), .after.as_deref().map_or(String::new(), |a| format!("\n{a}")))]
     StepRefused {
         address: Pubkey,
         cursor: u32,
         error: String,
         logs: Vec<String>,
+        /// What the client did about the run then (closed it, or left it).
+        after: Option<String>,
     },
 }
 
@@ -507,6 +509,7 @@ pub async fn run_on_chain<T: Transport>(
                     crate::error::describe_transaction_error(&error)
                 ),
                 logs: simulation.logs,
+                after: None,
             });
         }
         start_units = Some(simulation.units);
@@ -538,11 +541,21 @@ pub async fn run_on_chain<T: Transport>(
                 emit(plan.tokens_at(cursor), &mut streamed);
                 continue;
             }
+            // The same step on the same state fails the same way: the run cannot go on. Its
+            // rent goes back to the runner (unless --keep), and the error says so.
+            let after = match request.keep {
+                true => format!("the run account {address} is kept (--keep), holding its rent; the same command without --keep closes it"),
+                false => match engine.run_one(close_item.clone(), "close run").await {
+                    Ok(()) => format!("the run account {address} was closed and its rent returned to {me}"),
+                    Err(e) => format!("closing the run account {address} failed too: {e}"),
+                },
+            };
             return Err(RunOnChainError::StepRefused {
                 address,
                 cursor,
                 error: crate::error::describe_transaction_error(error),
                 logs: simulation.logs,
+                after: Some(after),
             });
         }
         match engine.run_one(item, "step").await {

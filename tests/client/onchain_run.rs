@@ -490,3 +490,69 @@ async fn over_rpc_with_a_price_the_run_equals_client_run() {
     let after = shim.banks().get_balance(runner.pubkey()).await.unwrap();
     assert_eq!(after, before - run.fees);
 }
+
+/// A step the program refuses (here the run's state is corrupted in the bank after the second
+/// token: its status 7) stops the run with the program's reason, and the client closes the
+/// run: the rent comes back, only the fees of what landed are spent. Nothing is sent after
+/// the refusal but the close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_step_closes_the_run_and_returns_the_rent() {
+    let artifact = curta_tests::stories260k_artifact();
+    let (bank, runner) = bank(100 * SOL).await;
+    publish(&bank, &runner, &artifact, true, &options())
+        .await
+        .unwrap();
+    let model = model_of(&runner.pubkey(), &artifact);
+    let address = run_address(&curta_program::id(), &runner.pubkey(), &model, 0);
+    let fee = fee_per_transaction(&bank, &runner.pubkey()).await;
+    let before = bank.balance(&runner.pubkey()).await.unwrap();
+    let prompt = Prompt::Tokens(vec![1]);
+    let request = RunRequest::new(prompt.clone(), Some(8), Settings::greedy());
+    let mut seen = 0;
+    let err = run_on_chain(&bank, &runner, &model, &request, |_, _| {
+        seen += 1;
+        if seen == 2 {
+            let mut account = tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current()
+                    .block_on(bank.get_accounts(&[address]))
+                    .unwrap()
+                    .remove(0)
+                    .unwrap()
+            });
+            let at = 128 + curta_core::infer::state::field::STATUS;
+            account.data[at..at + 4].copy_from_slice(&7u32.to_le_bytes());
+            bank.set_account(&address, account);
+        }
+    })
+    .await
+    .unwrap_err();
+    let RunOnChainError::StepRefused {
+        address: a,
+        cursor,
+        after,
+        ..
+    } = &err
+    else {
+        panic!("expected StepRefused, got {err}");
+    };
+    assert_eq!(*a, address);
+    assert_eq!(seen, 2);
+    assert_eq!(
+        after.as_deref(),
+        Some(
+            format!(
+                "the run account {address} was closed and its rent returned to {}",
+                runner.pubkey()
+            )
+            .as_str()
+        )
+    );
+    assert!(err.to_string().contains("InvalidRun"), "{err}");
+    assert!(bank.get_accounts(&[address]).await.unwrap()[0].is_none());
+    // Start, the steps up to the second token, the close: nothing else was paid.
+    let landed = 1 + *cursor as u64 + 1;
+    assert_eq!(
+        bank.balance(&runner.pubkey()).await.unwrap(),
+        before - landed * fee
+    );
+}
