@@ -82,7 +82,7 @@ pub enum CurtaError {
     RunEnded = 37,
     #[error("the run's prompt, steps or sampling settings are refused (the reason is logged)")]
     InvalidRun = 38,
-    #[error("step budget must be 1 to 1,150,000 estimated compute units")]
+    #[error("step budget must be 1 to 1,175,000 estimated compute units")]
     InvalidStepBudget = 39,
     #[error("runs take a Sealed model only")]
     ModelNotSealed = 40,
