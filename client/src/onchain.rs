@@ -52,6 +52,13 @@ pub enum RunOnChainError {
         cursor: u32,
         what: String,
     },
+    /// StartRun's simulation failed: nothing was sent.
+    #[error("starting run {address} would fail (nothing was sent): {error}{}", logs_tail(.logs))]
+    StartRefused {
+        address: Pubkey,
+        error: String,
+        logs: Vec<String>,
+    },
     #[error("step {cursor} of run {address} would fail: {error}{}{}", logs_tail(.logs), .after.as_deref().map_or(String::new(), |a| format!("\n{a}")))]
     StepRefused {
         address: Pubkey,
@@ -501,15 +508,10 @@ pub async fn run_on_chain<T: Transport>(
             });
         };
         if let Err(error) = simulation.result {
-            return Err(RunOnChainError::StepRefused {
+            return Err(RunOnChainError::StartRefused {
                 address,
-                cursor: 0,
-                error: format!(
-                    "StartRun: {}",
-                    crate::error::describe_transaction_error(&error)
-                ),
+                error: crate::error::describe_transaction_error(&error),
                 logs: simulation.logs,
-                after: None,
             });
         }
         start_units = Some(simulation.units);
