@@ -418,8 +418,18 @@ fn attention_head_any(
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 #[inline(always)]
 fn head_dot(query: &[i64], _q: &[u8], key: &[u8]) -> i64 {
+    // Four values per turn (on SBF the loop's own work, an index and a bound kept on the
+    // stack, cost as much as the multiply-accumulates).
     let mut dot = 0i64;
-    for (&qj, k) in query.iter().zip(key.chunks_exact(4)) {
+    let mut q4 = query.chunks_exact(4);
+    let mut k4 = key.chunks_exact(16);
+    for (q, k) in (&mut q4).zip(&mut k4) {
+        dot += q[0] * word(&k[0..4]) as i64
+            + q[1] * word(&k[4..8]) as i64
+            + q[2] * word(&k[8..12]) as i64
+            + q[3] * word(&k[12..16]) as i64;
+    }
+    for (&qj, k) in q4.remainder().iter().zip(k4.remainder().chunks_exact(4)) {
         dot += qj * word(k) as i64;
     }
     dot
@@ -459,7 +469,16 @@ fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 #[inline(always)]
 fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
-    for (acc, v) in acc.iter_mut().zip(value.chunks_exact(4)) {
+    let mut a4 = acc.chunks_exact_mut(4);
+    let mut v4 = value.chunks_exact(16);
+    for (a, v) in (&mut a4).zip(&mut v4) {
+        a[0] += w * word(&v[0..4]) as i64;
+        a[1] += w * word(&v[4..8]) as i64;
+        a[2] += w * word(&v[8..12]) as i64;
+        a[3] += w * word(&v[12..16]) as i64;
+    }
+    let tail = a4.into_remainder().iter_mut();
+    for (acc, v) in tail.zip(v4.remainder().chunks_exact(4)) {
         *acc += w * word(v) as i64;
     }
 }

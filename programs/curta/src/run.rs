@@ -96,8 +96,8 @@ fn row(columns: u64) -> u64 {
 
 /// One head's attention, per position: per value of the head (a score and a value term) and
 /// per position (the score's rounding, the exponential, the weight).
-const ATTENTION_PER_VALUE: u64 = 33;
-const ATTENTION_PER_POSITION: u64 = 120;
+const ATTENTION_PER_VALUE: u64 = 30;
+const ATTENTION_PER_POSITION: u64 = 60;
 /// Sampling, per token of the vocabulary (temperature and top-p; greedy costs less).
 const SAMPLE_PER_TOKEN: u64 = 130;
 
