@@ -1,7 +1,7 @@
 //! Running a sealed model on chain (issue 19): the run account, StartRun, the steps and
 //! CloseRun, driven from curta-core's offline run of the same model, prompt and settings.
 //!
-//! A step does whole items while their estimated cost ([`step_cost`]) fits its budget and stops
+//! A step does whole items while their estimated cost ([`step_costs`]) fits its budget and stops
 //! at each generated token, exactly as [`Run::advance_by`] does off chain; so the client runs
 //! the model offline first and knows every step, every token and the state after each step
 //! before it sends anything. That plan prices the run, and the chain is checked against it as
@@ -20,7 +20,7 @@ use curta_core::infer::{decode, state_len, Model, Progress, Run, RunError, Setti
 use curta_core::Artifact;
 use curta_program::error::CurtaError;
 use curta_program::instruction::{self as ix, OwnedPrompt};
-use curta_program::run::{run_address, run_len, run_seed, step_cost, RunHeader, MAX_STEP_BUDGET};
+use curta_program::run::{run_address, run_len, run_seed, step_costs, RunHeader, MAX_STEP_BUDGET};
 use sha2::{Digest, Sha256};
 use solana_instruction::error::InstructionError;
 use solana_keypair::Keypair;
@@ -170,7 +170,7 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// Runs the model offline, step by step as the program will ([`Run::advance_by`] with
-/// `budget` and [`step_cost`]).
+/// `budget` and [`step_costs`] of its temperature).
 pub fn plan(
     artifact: &Artifact,
     prompt: &[u32],
@@ -189,7 +189,8 @@ pub fn plan(
         if run.status() != Status::Running {
             break run.status();
         }
-        let (progress, _) = run.advance_by(&model, budget as u64, step_cost)?;
+        let (progress, _) =
+            run.advance_by(&model, budget as u64, step_costs(settings.temperature))?;
         let token = match progress {
             Progress::Token { pos, id } => {
                 pieces.push(decode(&meta, run.token(pos - 1), id)?.bytes().to_vec());

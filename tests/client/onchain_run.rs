@@ -10,7 +10,7 @@ use curta_client::run::{detokenize, generate, Prompt};
 use curta_client::{publish, Error};
 use curta_core::infer::{state_len, Model, Run, Settings, Status};
 use curta_program::instruction as ix;
-use curta_program::run::{run_address, run_len, run_seed, step_cost, MAX_STEP_BUDGET};
+use curta_program::run::{run_address, run_len, run_seed, step_costs, MAX_STEP_BUDGET};
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_instruction::Instruction;
 use solana_message::Message;
@@ -50,8 +50,12 @@ fn step_count(artifact: &[u8], prompt: &Prompt, steps: u32, settings: Settings) 
     let mut run = Run::start(&mut state, &model, &ids, steps, settings).unwrap();
     let mut count = 0;
     while run.status() == Status::Running {
-        run.advance_by(&model, MAX_STEP_BUDGET as u64, step_cost)
-            .unwrap();
+        run.advance_by(
+            &model,
+            MAX_STEP_BUDGET as u64,
+            step_costs(settings.temperature),
+        )
+        .unwrap();
         count += 1;
     }
     count

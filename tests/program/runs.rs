@@ -7,7 +7,9 @@ use crate::harness::{custom, seal_all, Bank, Published, PROGRAM, SOL};
 use curta_core::infer::{decode, Model, Progress, Run, Settings, Status};
 use curta_program::error::CurtaError;
 use curta_program::instruction::{self as ix, OwnedPrompt};
-use curta_program::run::{run_address, run_len, run_seed, step_cost, RunHeader, MAX_STEP_BUDGET};
+use curta_program::run::{
+    run_address, run_len, run_seed, step_cost, step_costs, RunHeader, MAX_STEP_BUDGET,
+};
 use solana_instruction::error::InstructionError;
 use solana_instruction::Instruction;
 use solana_pubkey::Pubkey;
@@ -62,7 +64,9 @@ pub fn offline(
         if run.status() != Status::Running {
             break;
         }
-        let (progress, _) = run.advance_by(&model, budget as u64, step_cost).unwrap();
+        let (progress, _) = run
+            .advance_by(&model, budget as u64, step_costs(settings.temperature))
+            .unwrap();
         if let Progress::Token { pos, id } = progress {
             tokens.push(id);
             text.extend_from_slice(decode(&meta, run.token(pos - 1), id).unwrap().bytes());
@@ -697,7 +701,7 @@ fn state_before_position(artifact: &[u8], pos: u32) -> Vec<u8> {
         .collect();
     let mut state = vec![0u8; curta_core::infer::state_len(&model.config())];
     let mut run = Run::start(&mut state, &model, &prompt, 2, Settings::greedy()).unwrap();
-    let (progress, _) = run.advance_by(&model, u64::MAX / 2, step_cost).unwrap();
+    let (progress, _) = run.advance_by(&model, u64::MAX / 2, step_costs(0)).unwrap();
     assert!(
         matches!(progress, Progress::Token { pos: p, .. } if p == pos),
         "{progress:?}"
@@ -912,6 +916,7 @@ async fn step_cost_calibration() {
             }
             let run = plant_run(&mut bank, &p, &state, nonce).await;
             let layers = config.layers;
+            let temperature = if sampled { 52_429 } else { 0 };
             let mut codes: Vec<u32> = if sampled { vec![] } else { (0..=10).collect() };
             if !sampled {
                 codes.extend([1 + 10 * layers, 2 + 10 * layers]);
@@ -929,15 +934,15 @@ async fn step_cost_calibration() {
                     }
                     let stage = Stage::of(at, layers).unwrap();
                     let item = curta_core::le::u32_at(&header.state, 36);
-                    let left =
-                        (stage.items(&config) - item) as u64 * step_cost(stage, &config, pos);
+                    let left = (stage.items(&config) - item) as u64
+                        * step_cost(stage, &config, pos, temperature);
                     let budget = left.min(MAX_STEP_BUDGET as u64) as u32;
                     let step = ix::step(&PROGRAM, &run, &p.model, &p.weights, cursor, budget);
                     bank.send(&with_limit(vec![step]), &[]).await.unwrap();
                     cursor += 1;
                 }
                 let stage = Stage::of(code, layers).unwrap();
-                let per_item = step_cost(stage, &config, pos);
+                let per_item = step_cost(stage, &config, pos, temperature);
                 let items =
                     (MAX_STEP_BUDGET as u64 / per_item).clamp(1, stage.items(&config) as u64);
                 let budget = (items * per_item) as u32;

@@ -26,7 +26,7 @@ pub const MAX_STEP_BUDGET: u32 = 1_175_000;
 /// item over the whole vocabulary, so its estimate must fit a step's budget (stories260K's 512
 /// tokens do; a 32,000-token vocabulary samples only greedily on chain).
 pub fn sampling_fits(c: &Config, temperature: u32) -> bool {
-    temperature == 0 || step_cost(Stage::Sample, c, 0) <= MAX_STEP_BUDGET as u64
+    step_cost(Stage::Sample, c, 0, temperature) <= MAX_STEP_BUDGET as u64
 }
 /// Seed length of a run address: "run-" + 16 hex digits of the model address + "-" + 8 hex
 /// digits of the nonce.
@@ -65,41 +65,51 @@ pub fn run_seed_bytes(model: &Address, nonce: u32) -> [u8; RUN_SEED_LEN] {
     seed
 }
 
-/// The estimated compute units of one item of `stage` at `pos` on the SBF binary: what a Step's
-/// budget counts (`Run::advance_by`). Per stage a cost per multiply-accumulate and a cost per
+/// The estimated compute units of one item of `stage` at `pos` on the SBF binary, in a run of
+/// temperature `temperature` (greedy sampling costs less): what a Step's budget counts
+/// (`Run::advance_by`, through [`step_costs`]). Per stage a cost per multiply-accumulate and a cost per
 /// item, calibrated by scripts/bench-cu (docs/program.md, "Runs"); every estimate is at or
 /// above what the VM measured.
-pub fn step_cost(stage: Stage, c: &Config, pos: u32) -> u64 {
+pub fn step_cost(stage: Stage, c: &Config, pos: u32, temperature: u32) -> u64 {
     let (d, h, v) = (c.dim as u64, c.hidden_dim as u64, c.vocab_size as u64);
     let kv = c.kv_dim() as u64;
     let positions = pos as u64 + 1;
     match stage {
         Stage::Embed => 12 * d + 200,
-        Stage::AttentionNorm(_) | Stage::FeedForwardNorm(_) | Stage::FinalNorm => 40 * d + 1_000,
+        Stage::AttentionNorm(_) | Stage::FeedForwardNorm(_) | Stage::FinalNorm => 32 * d + 600,
         Stage::Query(_) | Stage::Key(_) | Stage::Value(_) | Stage::Output(_) => row(d),
         Stage::Classifier => row(d),
-        Stage::Rotary(_) => 28 * (d + kv) + 300,
+        Stage::Rotary(_) => 25 * (d + kv) + 200,
         Stage::Attention(_) => {
             positions * (ATTENTION_PER_VALUE * c.head_size() as u64 + ATTENTION_PER_POSITION) + 500
         }
         Stage::Hidden(_) => 2 * row(d) + 60,
         Stage::Down(_) => row(h),
+        Stage::Sample if temperature == 0 => GREEDY_PER_TOKEN * v + 1_500,
         Stage::Sample => SAMPLE_PER_TOKEN * v + 5_000,
     }
 }
 
 /// One row product of `columns` columns: eight columns per turn of the loop at 4.6875 units a
-/// column, the columns past a multiple of eight at 8 more each, and the row's own work.
+/// column, the columns past a multiple of eight at 8 more each, and 100 for the row itself.
 fn row(columns: u64) -> u64 {
-    75 * columns / 16 + 8 * (columns % 8) + 120
+    75 * columns / 16 + 8 * (columns % 8) + 100
 }
 
 /// One head's attention, per position: per value of the head (a score and a value term) and
 /// per position (the score's rounding, the exponential, the weight).
 const ATTENTION_PER_VALUE: u64 = 30;
 const ATTENTION_PER_POSITION: u64 = 60;
-/// Sampling, per token of the vocabulary (temperature and top-p; greedy costs less).
+/// Sampling, per token of the vocabulary: with a temperature (and top-p), and greedy (the
+/// highest logit alone).
 const SAMPLE_PER_TOKEN: u64 = 130;
+const GREEDY_PER_TOKEN: u64 = 22;
+
+/// The cost function of a run whose temperature is `temperature` (state byte 40): what the
+/// program passes to `Run::advance_by`, and what a client passes to simulate the steps.
+pub fn step_costs(temperature: u32) -> impl Fn(Stage, &Config, u32) -> u64 + Copy {
+    move |stage, c, pos| step_cost(stage, c, pos, temperature)
+}
 
 /// A run account's data, read and written in place.
 pub struct RunAccount<'a> {

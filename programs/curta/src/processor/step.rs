@@ -11,7 +11,7 @@ use super::shared::{
     error_code, log_run_error, owned, owned_data, sealed_model, weight_account, writable,
 };
 use crate::error::CurtaError;
-use crate::run::{step_cost, RunAccount, MAX_STEP_BUDGET};
+use crate::run::{step_costs, RunAccount, MAX_STEP_BUDGET};
 use crate::state::{same_address, WeightFields, WEIGHT_HEADER_LEN};
 
 /// Its own stack frame, as StartRun's: the error code out (0 for success).
@@ -68,12 +68,13 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], cursor: u32, budget: u32)
     let meta = Metadata::sealed(sections[0]).ok_or(CurtaError::InvalidRun)?;
     let model = Model::new(meta, &sections[..config.section_count()]).map_err(log_run_error)?;
     let (state, _) = run.state_and_text();
+    let temperature = curta_core::le::u32_at(state, curta_core::infer::state::field::TEMPERATURE);
     let mut engine = Run::resume(state, &model).map_err(log_run_error)?;
     if engine.status() != curta_core::infer::Status::Running {
         return Err(CurtaError::RunEnded.into());
     }
     let (progress, _) = engine
-        .advance_by(&model, budget as u64, step_cost)
+        .advance_by(&model, budget as u64, step_costs(temperature))
         .map_err(log_run_error)?;
     let piece = match progress {
         Progress::Token { pos, id } => {
