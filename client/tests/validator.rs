@@ -723,3 +723,43 @@ fn verify_program_compares_the_deployed_binary_with_the_local_build() {
         "{err}"
     );
 }
+
+/// Issue 19's end to end: stories260K published and sealed on the validator, then run on chain
+/// to 16 tokens (greedy, after "Once upon a time"): the tokens and the text read back from the
+/// run account equal `client run` of the file, the run account is closed, and the payer spent
+/// exactly the model's rent plus one fee per transaction (the run's rent came back).
+#[test]
+#[ignore = "needs solana-test-validator: scripts/test-validator"]
+fn a_sealed_model_runs_on_chain_as_client_run_runs_the_file() {
+    let run = Run::start(19_800, "run-on-chain");
+    let artifact = stories260k();
+    let (file, model) = run.artifact("stories260K.curta", &artifact);
+    let report = run.client_json(&["publish", &file, "--seal"]);
+    assert_eq!(report["state"], "Sealed");
+    let held = assert_sealed_on_chain(&run.validator, &model, &artifact);
+    let settings = [
+        "--prompt",
+        "Once upon a time",
+        "--steps",
+        "16",
+        "--temperature",
+        "0",
+    ];
+    let model_text = model.to_string();
+    let mut on_chain_args = vec!["run", model_text.as_str(), "--on-chain"];
+    on_chain_args.extend(settings);
+    let on_chain = run.client_json(&on_chain_args);
+    let mut file_args = vec!["run", file.as_str()];
+    file_args.extend(settings);
+    let offline = run.client_json(&file_args);
+    assert_eq!(on_chain["tokens"], offline["tokens"], "{on_chain}");
+    assert_eq!(on_chain["text"], offline["text"]);
+    assert_eq!(on_chain["prompt_tokens"], offline["prompt_tokens"]);
+    assert!(!offline["tokens"].as_array().unwrap().is_empty());
+    let address = Pubkey::from_str(on_chain["run"].as_str().unwrap()).unwrap();
+    assert!(
+        raw_account(&run.validator.rpc(), &address).is_none(),
+        "the run account is closed"
+    );
+    run.assert_spent(held);
+}
