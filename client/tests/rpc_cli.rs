@@ -215,3 +215,104 @@ fn tiny_artifact() -> Vec<u8> {
     )
     .unwrap()
 }
+
+/// `client run <MODEL> --on-chain` over RPC: the JSON's tokens and text equal `client run` of
+/// the file (the off-chain run), the runner's balance on the bank drops by exactly the fees it
+/// reports (the rent came back at close); with `--keep` the run stays, and the same command
+/// without it finds the run finished at its last step and closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_run_on_chain_over_rpc_equals_run_of_the_file() {
+    let runner = Keypair::new();
+    let shim = RpcShim::start(&[(runner.pubkey(), 100 * SOL)]).await;
+    let url = shim.url();
+    let banks = shim.banks();
+    let dir = tempfile::tempdir().unwrap();
+    let keypair = dir.path().join("runner.json");
+    std::fs::write(
+        &keypair,
+        serde_json::to_string(&runner.to_bytes().to_vec()).unwrap(),
+    )
+    .unwrap();
+    let stories = curta_core::convert::convert(
+        curta_client::rehearse::STORIES260K,
+        curta_client::rehearse::TOK512,
+    )
+    .unwrap();
+    let path = dir.path().join("stories260K.curta");
+    std::fs::write(&path, &stories).unwrap();
+    let file = path.display().to_string();
+    let published = client_json(&["publish", &file, "--seal"], &url, &keypair, "confirmed").await;
+    assert_eq!(published["state"], "Sealed");
+    let model = published["model"].as_str().unwrap().to_string();
+    let options = [
+        "--prompt",
+        "Once upon a time",
+        "--steps",
+        "6",
+        "--temperature",
+        "0.9",
+        "--seed",
+        "77",
+    ];
+    let off = client_json(
+        &[&["run", &file][..], &options[..]].concat(),
+        &url,
+        &keypair,
+        "confirmed",
+    )
+    .await;
+
+    let before = banks.get_balance(runner.pubkey()).await.unwrap();
+    let on = client_json(
+        &[&["run", &model, "--on-chain"][..], &options[..]].concat(),
+        &url,
+        &keypair,
+        "confirmed",
+    )
+    .await;
+    for key in ["prompt_tokens", "tokens", "text", "weights_hash", "seed"] {
+        assert_eq!(on[key], off[key], "{key}");
+    }
+    let steps = on["steps"].as_u64().unwrap();
+    assert_eq!(on["transactions"].as_u64().unwrap(), steps + 2);
+    assert_eq!(on["fees"].as_u64().unwrap(), 5_000 * (steps + 2));
+    assert_eq!(on["closed"], true);
+    let after = banks.get_balance(runner.pubkey()).await.unwrap();
+    assert_eq!(before - after, on["fees"].as_u64().unwrap());
+
+    // --keep, then the same command without it: resumed at the end, one close.
+    let kept = client_json(
+        &[
+            &["run", &model, "--on-chain", "--keep", "--nonce", "1"][..],
+            &options[..],
+        ]
+        .concat(),
+        &url,
+        &keypair,
+        "confirmed",
+    )
+    .await;
+    assert_eq!(kept["tokens"], off["tokens"]);
+    assert_eq!(kept["closed"], false);
+    let rent = kept["rent_held"].as_u64().unwrap();
+    assert!(rent > 0);
+    let closed = client_json(
+        &[
+            &["run", &model, "--on-chain", "--nonce", "1"][..],
+            &options[..],
+        ]
+        .concat(),
+        &url,
+        &keypair,
+        "confirmed",
+    )
+    .await;
+    assert_eq!(closed["resumed_from"].as_u64(), Some(steps));
+    assert_eq!(closed["tokens"], off["tokens"]);
+    assert_eq!(closed["transactions"], 1);
+    assert_eq!(
+        banks.get_balance(runner.pubkey()).await.unwrap(),
+        // The kept run's start and steps, then its close; its rent went in and came back.
+        after - 5_000 * (steps + 1) - 5_000
+    );
+}
