@@ -576,91 +576,45 @@ async fn attacks_on_a_run_are_refused_without_effect() {
 }
 
 #[tokio::test]
-async fn a_run_account_of_the_wrong_address_size_or_rent_is_refused() {
+async fn a_run_of_the_wrong_address_size_section_zero_or_prompt_is_refused() {
     let artifact = curta_tests::stories260k_artifact();
     let mut bank = Bank::start().await;
     let p = sealed(&mut bank, &artifact).await;
     let config = config_of(&artifact);
     let runner = bank.mallory.insecure_clone();
     let settings = Settings::greedy();
-    // The account created for nonce 1 but StartRun naming nonce 2: another address.
-    let (run, mut instructions) = start_instructions(
-        &p,
-        &config,
-        &runner.pubkey(),
-        1,
-        4,
-        &settings,
-        OwnedPrompt::Tokens(vec![1]),
-    );
-    instructions[1] = ix::start_run(
-        &PROGRAM,
-        &run,
-        &runner.pubkey(),
-        &p.model,
-        &p.weights[0],
-        2,
-        4,
-        &settings,
-        OwnedPrompt::Tokens(vec![1]),
-    );
-    let result = bank.send(&with_limit(instructions), &[&runner]).await;
-    assert_eq!(
-        result.unwrap_err(),
-        TransactionError::InstructionError(2, custom(CurtaError::RunAddressMismatch))
-    );
-    // Sized for 4 steps, started for 5.
-    let (run, mut instructions) = start_instructions(
-        &p,
-        &config,
-        &runner.pubkey(),
-        1,
-        4,
-        &settings,
-        OwnedPrompt::Tokens(vec![1]),
-    );
-    instructions[1] = ix::start_run(
-        &PROGRAM,
-        &run,
-        &runner.pubkey(),
-        &p.model,
-        &p.weights[0],
-        1,
-        5,
-        &settings,
-        OwnedPrompt::Tokens(vec![1]),
-    );
-    let result = bank.send(&with_limit(instructions), &[&runner]).await;
-    assert_eq!(
-        result.unwrap_err(),
-        TransactionError::InstructionError(2, custom(CurtaError::RunSizeMismatch))
-    );
-    // Section zero of the model in the wrong slot.
-    let (run, mut instructions) = start_instructions(
-        &p,
-        &config,
-        &runner.pubkey(),
-        1,
-        4,
-        &settings,
-        OwnedPrompt::Tokens(vec![1]),
-    );
-    instructions[1] = ix::start_run(
-        &PROGRAM,
-        &run,
-        &runner.pubkey(),
-        &p.model,
-        &p.weights[1],
-        1,
-        4,
-        &settings,
-        OwnedPrompt::Tokens(vec![1]),
-    );
-    let result = bank.send(&with_limit(instructions), &[&runner]).await;
-    assert_eq!(
-        result.unwrap_err(),
-        TransactionError::InstructionError(2, custom(CurtaError::WeightAddressMismatch))
-    );
+    // The account created for nonce 1 and 4 steps; StartRun naming nonce 2 (another address),
+    // 5 steps (another size), or the model's section 1 in section zero's slot.
+    let start = |run: &Pubkey, nonce: u32, steps: u32, zero: &Pubkey| {
+        let prompt = OwnedPrompt::Tokens(vec![1]);
+        let model = &p.model;
+        ix::start_run(
+            &PROGRAM,
+            run,
+            &runner.pubkey(),
+            model,
+            zero,
+            nonce,
+            steps,
+            &settings,
+            prompt,
+        )
+    };
+    for (nonce, steps, zero, error) in [
+        (2, 4, p.weights[0], CurtaError::RunAddressMismatch),
+        (1, 5, p.weights[0], CurtaError::RunSizeMismatch),
+        (1, 4, p.weights[1], CurtaError::WeightAddressMismatch),
+    ] {
+        let prompt = OwnedPrompt::Tokens(vec![1]);
+        let (run, mut instructions) =
+            start_instructions(&p, &config, &runner.pubkey(), 1, 4, &settings, prompt);
+        instructions[1] = start(&run, nonce, steps, &zero);
+        let result = bank.send(&with_limit(instructions), &[&runner]).await;
+        assert_eq!(
+            result.unwrap_err(),
+            TransactionError::InstructionError(2, custom(error))
+        );
+    }
     // A prompt token outside the vocabulary, and seed 0 with sampling: InvalidRun.
     for (prompt, settings) in [
         (OwnedPrompt::Tokens(vec![1, 512]), Settings::greedy()),

@@ -250,6 +250,15 @@ impl StateLayout {
     }
 }
 
+/// Sets every byte of `bytes` to zero with one `memset` (on SBF the `sol_memset_` syscall, a
+/// unit per 250 bytes): `fill(0)` becomes a byte loop in LLVM's BPF backend, two units a byte,
+/// which for a 679,480-byte state is most of a transaction.
+#[inline(always)]
+pub fn zero(bytes: &mut [u8]) {
+    // SAFETY: writes exactly the slice's bytes.
+    unsafe { core::ptr::write_bytes(bytes.as_mut_ptr(), 0, bytes.len()) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,13 +283,4 @@ mod tests {
         assert_eq!(l.len, 3_692_040);
         assert_eq!(l.cache(l.keys, 1, 2), l.keys + 4 * (256 * 288 + 2 * 288));
     }
-}
-
-/// Sets every byte of `bytes` to zero with one `memset` (on SBF the `sol_memset_` syscall, a
-/// unit per 250 bytes): `fill(0)` becomes a byte loop in LLVM's BPF backend, two units a byte,
-/// which for a 679,480-byte state is most of a transaction.
-#[inline(always)]
-pub fn zero(bytes: &mut [u8]) {
-    // SAFETY: writes exactly the slice's bytes.
-    unsafe { core::ptr::write_bytes(bytes.as_mut_ptr(), 0, bytes.len()) }
 }
