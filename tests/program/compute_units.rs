@@ -218,10 +218,11 @@ async fn compute_units_of_every_instruction() {
 
     let so = curta_tests::program_so();
     println!("\nCompute units in the VM, {}", so.describe());
-    // 126,056 bytes with core::fmt (formatted logs, panic locations); the goal, 65,536, is
-    // missed (docs/program.md).
+    // 126,056 bytes with core::fmt (formatted logs, panic locations), 75,472 without; with the
+    // runs (curta-core's inference, issue 19) about 164,000. The goal of 65,536 is missed
+    // (docs/program.md).
     assert!(
-        so.bytes.len() < 77 * 1024,
+        so.bytes.len() < 170 * 1024,
         "the binary: {} bytes",
         so.bytes.len()
     );

@@ -2,7 +2,7 @@
 //! refused with InvalidInstructionData (by the decoder and in the bank), never a panic.
 
 use crate::harness::*;
-use curta_program::instruction::{self as ix, CurtaInstruction};
+use curta_program::instruction::{self as ix, CurtaInstruction, OwnedPrompt};
 use curta_tests::{tiny_sections, Rng};
 use solana_instruction::error::InstructionError;
 use solana_instruction::Instruction;
@@ -27,6 +27,27 @@ fn every_kind() -> Vec<CurtaInstruction> {
         },
         CurtaInstruction::Reopen,
         CurtaInstruction::Close,
+        CurtaInstruction::StartRun {
+            nonce: 7,
+            steps: 16,
+            temperature: 52_429,
+            top_p: 58_982,
+            seed: 0x0102_0304_0506_0708,
+            prompt: OwnedPrompt::Text(b"Once upon a time".to_vec()),
+        },
+        CurtaInstruction::StartRun {
+            nonce: 0,
+            steps: 1,
+            temperature: 0,
+            top_p: 65_536,
+            seed: 1,
+            prompt: OwnedPrompt::Tokens(vec![1, 306, 70_000]),
+        },
+        CurtaInstruction::Step {
+            cursor: 12,
+            budget: 1_175_000,
+        },
+        CurtaInstruction::CloseRun,
     ]
 }
 
@@ -53,6 +74,49 @@ fn wire_bytes_as_documented() {
     );
     assert_eq!(CurtaInstruction::Reopen.pack(), [4]);
     assert_eq!(CurtaInstruction::Close.pack(), [5]);
+    // StartRun: tag 6, nonce, steps, temperature, top-p (u32 each), seed (u64), the prompt's
+    // kind (1: ids), its count (u32) and the ids (u32 each).
+    let start = CurtaInstruction::StartRun {
+        nonce: 0x0403_0201,
+        steps: 16,
+        temperature: 0x0001_0000,
+        top_p: 0x0000_e666,
+        seed: 0x0807_0605_0403_0201,
+        prompt: OwnedPrompt::Tokens(vec![1, 0x0102]),
+    };
+    let mut expected = vec![6, 1, 2, 3, 4, 16, 0, 0, 0, 0, 0, 1, 0, 0x66, 0xe6, 0, 0];
+    expected.extend([
+        1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 0, 0, 0, 1, 0, 0, 0, 2, 1, 0, 0,
+    ]);
+    assert_eq!(start.pack(), expected);
+    // A text prompt: kind 0, the byte count, the bytes.
+    let text = CurtaInstruction::StartRun {
+        nonce: 0,
+        steps: 1,
+        temperature: 0,
+        top_p: 0,
+        seed: 0,
+        prompt: OwnedPrompt::Text(b"ab".to_vec()),
+    };
+    let mut expected = vec![6];
+    expected.extend([0; 24]);
+    expected[5] = 1;
+    expected.extend([0, 2, 0, 0, 0, b'a', b'b']);
+    assert_eq!(text.pack(), expected);
+    // Step: tag 7, the cursor, the budget.
+    let step = CurtaInstruction::Step {
+        cursor: 0x0201,
+        budget: 0x0403_0201,
+    };
+    assert_eq!(step.pack(), [7, 1, 2, 0, 0, 1, 2, 3, 4]);
+    assert_eq!(CurtaInstruction::CloseRun.pack(), [8]);
+    // A prompt kind other than 0 and 1 is refused.
+    let mut bad_kind = text.pack();
+    bad_kind[25] = 2;
+    assert_eq!(
+        CurtaInstruction::unpack(&bad_kind),
+        Err(ProgramError::InvalidInstructionData)
+    );
     let create = CurtaInstruction::CreateModel {
         weights_hash: [0xaa; 32],
         section_lengths: vec![1, 0x0100],
@@ -85,7 +149,7 @@ fn decoder_refuses_truncated_trailing_and_unknown() {
             );
         }
     }
-    for tag in 6..=255u8 {
+    for tag in 9..=255u8 {
         assert_eq!(
             CurtaInstruction::unpack(&[tag]),
             Err(ProgramError::InvalidInstructionData)

@@ -135,6 +135,14 @@ fn error_codes() {
         (30, CurtaError::SectionZeroTooShort),
         (31, CurtaError::StaleCreation),
         (32, CurtaError::ModelTooLarge),
+        (33, CurtaError::NotARun),
+        (34, CurtaError::RunAddressMismatch),
+        (35, CurtaError::RunSizeMismatch),
+        (36, CurtaError::StaleCursor),
+        (37, CurtaError::RunEnded),
+        (38, CurtaError::InvalidRun),
+        (39, CurtaError::InvalidStepBudget),
+        (40, CurtaError::ModelNotSealed),
     ];
     for (code, e) in pinned {
         assert_eq!(e as u32, code);
@@ -144,8 +152,8 @@ fn error_codes() {
         assert_eq!(CurtaError::try_from(e as u32), Ok(e));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(CurtaError::ALL.len(), 33);
-    assert_eq!(CurtaError::try_from(33), Err(33));
+    assert_eq!(CurtaError::ALL.len(), 41);
+    assert_eq!(CurtaError::try_from(41), Err(41));
     assert_eq!(CurtaError::try_from(u32::MAX), Err(u32::MAX));
 }
 
