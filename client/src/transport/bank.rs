@@ -2,7 +2,7 @@
 //! its VM ([`ProgramSo`]).
 
 use super::ProgramSo;
-use super::{Profile, Simulation, Transport, TxStatus};
+use super::{Ledger, Profile, Simulation, Transport, TxStatus};
 use crate::Error;
 use solana_account::{Account, AccountSharedData};
 use solana_commitment_config::CommitmentLevel;
@@ -53,6 +53,7 @@ pub struct BankTransport {
     program: String,
     /// The outcome of every transaction this transport handed over that executed.
     outcomes: Outcomes,
+    ledger: Ledger,
 }
 
 type Outcomes = std::sync::Arc<Mutex<HashMap<Signature, Result<(), TransactionError>>>>;
@@ -135,6 +136,7 @@ impl BankTransport {
             executing: Default::default(),
             program: so.describe(),
             outcomes: Outcomes::default(),
+            ledger: Ledger::default(),
         })
     }
 
@@ -402,6 +404,20 @@ impl Transport for BankTransport {
                 })
             })
             .collect())
+    }
+
+    async fn finalized(&self, signatures: &[Signature]) -> Result<Vec<bool>, Error> {
+        // The bank has no forks: what executed stays executed.
+        Ok(self
+            .statuses(signatures)
+            .await?
+            .iter()
+            .map(|s| matches!(s, TxStatus::Landed(_)))
+            .collect())
+    }
+
+    fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     async fn wait_for_progress(&self) {
