@@ -236,16 +236,13 @@ async fn rpc_publish_status_close_recovers_all_rent() {
     // twice. Before sending it the client waited until everything it had sent was final:
     // the publish's transactions were polled on to "finalized", and not once further.
     let program = curta_program::id();
-    let (closes, others): (Vec<_>, Vec<_>) = shim
-        .executed()
-        .into_iter()
-        .partition(|e| {
-            let message = &e.transaction.message;
-            message.instructions().last().is_some_and(|ix| {
-                message.static_account_keys()[ix.program_id_index as usize] == program
-                    && ix.data.first() == Some(&5)
-            })
-        });
+    let (closes, others): (Vec<_>, Vec<_>) = shim.executed().into_iter().partition(|e| {
+        let message = &e.transaction.message;
+        message.instructions().last().is_some_and(|ix| {
+            message.static_account_keys()[ix.program_id_index as usize] == program
+                && ix.data.first() == Some(&5)
+        })
+    });
     assert_eq!(closes.len(), 1);
     assert_eq!(
         shim.reported(&closes[0].transaction.signatures[0]),
