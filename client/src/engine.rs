@@ -37,9 +37,10 @@ pub const MAX_COMPUTE_UNITS: u32 = 1_400_000;
 /// cannot be simulated yet, e.g. Writes and Seals before their accounts exist. From the units
 /// measured in the VM on the SBF binary (docs/program.md, `scripts/bench-cu`; the test
 /// `compute_units` checks that each limit covers its measure), with a margin of at least 1.2x:
-/// a Write of 1,019 bytes 376 -> 2,000; a Seal, at most 99,129 (chunk 0 of the largest
-/// header) -> 120,000; CreateModel up to 9,274 + 18 creates and InitWeightAccounts of 3,076 ->
-/// 100,000; Close of 18 sections 25,148, Reopen 7,924 -> 50,000.
+/// a Write of 1,019 bytes 343 -> 2,000; a Seal, at most 42,802 (chunk 0 of the largest
+/// header; 99,129 when these were set) -> 120,000; CreateModel up to 9,627 + 18 creates and
+/// InitWeightAccounts of 3,049 -> 100,000; Close of 18 sections 24,593, Reopen 7,042 ->
+/// 50,000.
 pub fn fixed_limit(kind: Kind) -> u32 {
     match kind {
         Kind::Create => 100_000,
@@ -49,7 +50,7 @@ pub fn fixed_limit(kind: Kind) -> u32 {
     }
 }
 
-/// The least limit of a Seal after the first: a full 65,536-byte chunk, measured 33,633 in the
+/// The least limit of a Seal after the first: a full 65,536-byte chunk, measured 33,562 in the
 /// VM, with a margin of 1.2x (whichever chunk was simulated, any later one may be full).
 pub const SEAL_CHUNK_LIMIT: u32 = 41_000;
 
