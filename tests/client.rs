@@ -9,6 +9,8 @@ mod crank;
 mod deployed_program;
 #[path = "client/faults.rs"]
 mod faults;
+#[path = "client/late.rs"]
+mod late;
 #[path = "client/layouts.rs"]
 mod layouts;
 #[path = "client/onchain_run.rs"]

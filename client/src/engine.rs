@@ -4,7 +4,7 @@
 //! state, and plan again from on-chain state after each run, so nothing depends on a journal.
 
 use crate::progress::Progress;
-use crate::transport::{Profile, Transport, TxStatus};
+use crate::transport::{Profile, Sent, Transport, TxStatus};
 use crate::Error;
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_hash::Hash;
@@ -17,7 +17,7 @@ use solana_signer::Signer;
 use solana_transaction::Transaction;
 use solana_transaction_error::TransactionError;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The largest serialized transaction (the packet size).
 pub const PACKET_LEN: usize = 1232;
@@ -25,6 +25,11 @@ pub const PACKET_LEN: usize = 1232;
 const MAX_ATTEMPTS: u32 = 30;
 /// How long to wait for the cluster's next blockhash before giving up.
 const NEW_BLOCKHASH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long [`Engine::settle`] waits for earlier transactions to become final or expire (a
+/// cluster's blockhash lives about 150 blocks, 60 to 90 s; finalization takes about 13 s).
+const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+/// The least pause between two looks of [`Engine::settle`].
+const SETTLE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 /// The most compute units a transaction may request (and what it gets without a limit).
 pub const MAX_COMPUTE_UNITS: u32 = 1_400_000;
 
@@ -32,9 +37,10 @@ pub const MAX_COMPUTE_UNITS: u32 = 1_400_000;
 /// cannot be simulated yet, e.g. Writes and Seals before their accounts exist. From the units
 /// measured in the VM on the SBF binary (docs/program.md, `scripts/bench-cu`; the test
 /// `compute_units` checks that each limit covers its measure), with a margin of at least 1.2x:
-/// a Write of 1,019 bytes 376 -> 2,000; a Seal, at most 99,129 (chunk 0 of the largest
-/// header) -> 120,000; CreateModel up to 9,274 + 18 creates and InitWeightAccounts of 3,076 ->
-/// 100,000; Close of 18 sections 25,148, Reopen 7,924 -> 50,000.
+/// a Write of 1,019 bytes 343 -> 2,000; a Seal, at most 42,802 (chunk 0 of the largest
+/// header; 99,129 when these were set) -> 120,000; CreateModel up to 9,627 + 18 creates and
+/// InitWeightAccounts of 3,049 -> 100,000; Close of 18 sections 24,593, Reopen 7,042 ->
+/// 50,000.
 pub fn fixed_limit(kind: Kind) -> u32 {
     match kind {
         Kind::Create => 100_000,
@@ -49,7 +55,7 @@ pub fn fixed_limit(kind: Kind) -> u32 {
     }
 }
 
-/// The least limit of a Seal after the first: a full 65,536-byte chunk, measured 33,633 in the
+/// The least limit of a Seal after the first: a full 65,536-byte chunk, measured 33,562 in the
 /// VM, with a margin of 1.2x (whichever chunk was simulated, any later one may be full).
 pub const SEAL_CHUNK_LIMIT: u32 = 41_000;
 
@@ -123,6 +129,18 @@ impl Kind {
     }
 }
 
+/// Whether an item may only be sent once nothing sent earlier can still land: a Reopen (a
+/// late Write or Reopen would change the pass it opens), a Close (a late transaction would
+/// land on the model created again at the address) and a start seal, chunk 0 (a late Write
+/// or Reopen would change what the pass hashes or restart it).
+pub fn is_barrier(item: &Item) -> bool {
+    match item.kind {
+        Kind::Reopen | Kind::Close => true,
+        Kind::Seal => item.subject == Subject::Chunk(0),
+        Kind::Create | Kind::Write => false,
+    }
+}
+
 /// What one item is about, where the engine reports or counts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Subject {
@@ -184,6 +202,58 @@ impl Tally {
     }
 }
 
+/// Where an engine's wall time went, for profiling (printed to stderr when the engine is
+/// dropped if `CURTA_TIMELINE` is set): each field is the time spent in that step of the send
+/// loop, summed over its runs.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// Pricing shapes before a run (fee and compute-unit simulations).
+    pub pricing: Duration,
+    /// Fetching blockhashes.
+    pub blockhash: Duration,
+    /// Signing transactions.
+    pub signing: Duration,
+    /// Handing transactions to the transport.
+    pub sending: Duration,
+    /// Asking whether blockhashes expired (the bank's fences included).
+    pub expiry: Duration,
+    /// Reading signature statuses.
+    pub statuses: Duration,
+    /// Waiting for progress when nothing resolved.
+    pub waiting: Duration,
+    /// Waiting before barriers (`Engine::settle`).
+    pub settling: Duration,
+    /// Reading the chain and planning between rounds (the operations add it).
+    pub planning: Duration,
+    /// Time inside `Engine::run`, all of the above but planning.
+    pub running: Duration,
+    /// Passes of the send loop, and runs.
+    pub loops: u64,
+    pub runs: u64,
+}
+
+impl std::fmt::Display for Timeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(
+            f,
+            "engine timeline (ms): runs {} loops {} running {:.1} = pricing {:.1} blockhash {:.1} signing {:.1} sending {:.1} expiry {:.1} statuses {:.1} waiting {:.1} settling {:.1}; planning (outside runs) {:.1}",
+            self.runs,
+            self.loops,
+            ms(self.running),
+            ms(self.pricing),
+            ms(self.blockhash),
+            ms(self.signing),
+            ms(self.sending),
+            ms(self.expiry),
+            ms(self.statuses),
+            ms(self.waiting),
+            ms(self.settling),
+            ms(self.planning),
+        )
+    }
+}
+
 /// A transaction that landed with an error.
 #[derive(Clone, Debug)]
 pub struct Failure {
@@ -242,6 +312,15 @@ pub struct Engine<'a, T: Transport> {
     sent: HashSet<Signature>,
     pub tally: Tally,
     pub progress: Progress,
+    pub timeline: Timeline,
+}
+
+impl<T: Transport> Drop for Engine<'_, T> {
+    fn drop(&mut self) {
+        if std::env::var_os("CURTA_TIMELINE").is_some() && self.timeline.runs > 0 {
+            eprintln!("{}", self.timeline);
+        }
+    }
 }
 
 impl<'a, T: Transport> Engine<'a, T> {
@@ -268,6 +347,7 @@ impl<'a, T: Transport> Engine<'a, T> {
             sent: HashSet::new(),
             tally: Tally::default(),
             progress,
+            timeline: Timeline::default(),
         }
     }
 
@@ -434,6 +514,65 @@ impl<'a, T: Transport> Engine<'a, T> {
         }
     }
 
+    /// Waits until nothing sent through this transport can still land: every transaction in
+    /// its ledger is final, or its blockhash has expired (past its last valid block height:
+    /// it can never land, and one that landed on a fork the cluster drops cannot land
+    /// again). The ledger holds what every engine over the transport sent, including
+    /// operations that stopped on an error or were dropped mid-run.
+    pub async fn settle(&mut self) -> Result<(), Error> {
+        let started = Instant::now();
+        loop {
+            let pending = self.transport.ledger().pending();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            let signatures: Vec<Signature> = pending.iter().map(|s| s.signature).collect();
+            let finalized = self.transport.finalized(&signatures).await?;
+            if finalized.len() != signatures.len() {
+                return Err(Error::Transport(format!(
+                    "{} returned {} finality answers for {} signatures",
+                    self.transport.describe(),
+                    finalized.len(),
+                    signatures.len()
+                )));
+            }
+            let mut settled = HashSet::new();
+            let mut expired: HashMap<Hash, bool> = HashMap::new();
+            for (sent, done) in pending.iter().zip(finalized) {
+                let done = done
+                    || match expired.get(&sent.blockhash) {
+                        Some(e) => *e,
+                        None => {
+                            let e = self
+                                .transport
+                                .blockhash_expired(&sent.blockhash, sent.last_valid)
+                                .await?;
+                            expired.insert(sent.blockhash, e);
+                            e
+                        }
+                    };
+                if done {
+                    settled.insert(sent.signature);
+                }
+            }
+            self.transport.ledger().settled(&settled);
+            if settled.len() == pending.len() {
+                return Ok(());
+            }
+            if started.elapsed() > SETTLE_WAIT {
+                return Err(Error::Stalled(format!(
+                    "{} of the transactions sent earlier were neither final nor expired after {} s on {}",
+                    pending.len() - settled.len(),
+                    SETTLE_WAIT.as_secs(),
+                    self.transport.describe()
+                )));
+            }
+            // Not the engine's sub-millisecond bank poll: what is left here waits on the
+            // cluster's finality or a blockhash's expiry.
+            tokio::time::sleep(self.profile.poll.max(SETTLE_POLL)).await;
+        }
+    }
+
     /// Sends one transaction until it lands; an error it landed with becomes
     /// `Error::Transaction` named `what`.
     pub async fn run_one(&mut self, item: Item, what: &'static str) -> Result<(), Error> {
@@ -450,7 +589,9 @@ impl<'a, T: Transport> Engine<'a, T> {
     }
 
     /// Sends every item, at most `window` in flight, until each has landed (successfully or
-    /// not). Items whose blockhash expired unlanded are signed again with a fresh one. With
+    /// not). Items whose blockhash expired unlanded are signed again with a fresh one. A
+    /// barrier item ([`is_barrier`]) goes out alone, once nothing of this run is in flight and
+    /// [`Engine::settle`] found nothing sent earlier that could still land. With
     /// `stop_on_failure`, the first failure stops sending the rest (seals must go in order).
     /// Returns the transactions that landed with an error.
     pub async fn run(
@@ -461,25 +602,43 @@ impl<'a, T: Transport> Engine<'a, T> {
     ) -> Result<Vec<Failure>, Error> {
         // Price every shape first (simulating it for its compute-unit limit where a price is
         // set): the send and status loop below only reads what this found (`priced_fee`).
+        let run_started = Instant::now();
+        self.timeline.runs += 1;
         let mut priced = HashSet::new();
         for item in &items {
             if priced.insert(shape(item.kind, &item.instructions)) {
                 self.fee(item.kind, &item.instructions).await?;
             }
         }
+        self.timeline.pricing += run_started.elapsed();
         let mut queue: VecDeque<(Item, u32)> = items.into_iter().map(|item| (item, 0)).collect();
         let mut in_flight: Vec<InFlight> = Vec::new();
         let mut failures = Vec::new();
         let mut expired: HashSet<Hash> = HashSet::new();
         let window = window.max(1);
         while !queue.is_empty() || !in_flight.is_empty() {
+            self.timeline.loops += 1;
             if stop_on_failure && !failures.is_empty() {
                 queue.clear();
             }
-            if in_flight.len() < window && !queue.is_empty() {
+            let barrier = queue.front().is_some_and(|(item, _)| is_barrier(item));
+            if barrier && in_flight.is_empty() {
+                let t = Instant::now();
+                self.settle().await?;
+                self.timeline.settling += t.elapsed();
+            }
+            if in_flight.len() < window && !queue.is_empty() && !(barrier && !in_flight.is_empty())
+            {
+                let t = Instant::now();
                 let (blockhash, last_valid) = self.fresh_blockhash().await?;
+                self.timeline.blockhash += t.elapsed();
                 let mut batch = Vec::new();
                 while in_flight.len() < window {
+                    // A barrier goes alone: nothing after it joins its batch, nothing before.
+                    if !batch.is_empty() && queue.front().is_some_and(|(item, _)| is_barrier(item))
+                    {
+                        break;
+                    }
                     let Some((item, attempts)) = queue.pop_front() else {
                         break;
                     };
@@ -491,7 +650,9 @@ impl<'a, T: Transport> Engine<'a, T> {
                         )));
                     }
                     let (mut blockhash, mut last_valid) = (blockhash, last_valid);
+                    let t = Instant::now();
                     let mut tx = self.sign(&item, blockhash);
+                    self.timeline.signing += t.elapsed();
                     if self.sent.contains(&tx.signatures[0]) {
                         // This very transaction went out before (an item planned again, the
                         // same as one that landed with an error, under the same blockhash):
@@ -501,6 +662,14 @@ impl<'a, T: Transport> Engine<'a, T> {
                         tx = self.sign(&item, blockhash);
                     }
                     self.sent.insert(tx.signatures[0]);
+                    // In the transport's ledger before it goes: whatever happens to this run,
+                    // a later barrier waits for it.
+                    self.transport.ledger().record(Sent {
+                        signature: tx.signatures[0],
+                        blockhash,
+                        last_valid,
+                    });
+                    let alone = is_barrier(&item);
                     in_flight.push(InFlight {
                         item,
                         signature: tx.signatures[0],
@@ -509,13 +678,21 @@ impl<'a, T: Transport> Engine<'a, T> {
                         attempts: attempts + 1,
                     });
                     batch.push(tx);
+                    if alone {
+                        break;
+                    }
                 }
+                let t = Instant::now();
                 self.transport.send(&batch).await?;
+                self.timeline.sending += t.elapsed();
             }
 
             // Expiry first, statuses second: a blockhash known expired before a status read
             // that finds nothing means the transaction can never land.
+            let t = Instant::now();
             let current = Some(self.fresh_blockhash().await?.0);
+            self.timeline.blockhash += t.elapsed();
+            let t = Instant::now();
             let mut checked = HashSet::new();
             for f in &in_flight {
                 if Some(f.blockhash) != current
@@ -529,8 +706,11 @@ impl<'a, T: Transport> Engine<'a, T> {
                     expired.insert(f.blockhash);
                 }
             }
+            self.timeline.expiry += t.elapsed();
+            let t = Instant::now();
             let signatures: Vec<Signature> = in_flight.iter().map(|f| f.signature).collect();
             let statuses = self.transport.statuses(&signatures).await?;
+            self.timeline.statuses += t.elapsed();
             if statuses.len() != signatures.len() {
                 return Err(Error::Transport(format!(
                     "{} returned {} signature statuses for {} signatures",
@@ -542,6 +722,8 @@ impl<'a, T: Transport> Engine<'a, T> {
             let mut still = Vec::with_capacity(in_flight.len());
             let mut resolved = 0usize;
             let mut retry = Vec::new();
+            // Expired unlanded: it can never land, so no barrier need wait for it.
+            let mut gone = HashSet::new();
             for (f, status) in in_flight.into_iter().zip(statuses) {
                 match status {
                     TxStatus::Landed(result) => {
@@ -561,19 +743,26 @@ impl<'a, T: Transport> Engine<'a, T> {
                     TxStatus::Unknown if expired.contains(&f.blockhash) => {
                         resolved += 1;
                         self.tally.resigned += 1;
+                        gone.insert(f.signature);
                         retry.push((f.item, f.attempts));
                     }
                     _ => still.push(f),
                 }
+            }
+            if !gone.is_empty() {
+                self.transport.ledger().settled(&gone);
             }
             for entry in retry.into_iter().rev() {
                 queue.push_front(entry);
             }
             in_flight = still;
             if resolved == 0 && !in_flight.is_empty() {
+                let t = Instant::now();
                 self.transport.wait_for_progress().await;
+                self.timeline.waiting += t.elapsed();
             }
         }
+        self.timeline.running += run_started.elapsed();
         Ok(failures)
     }
 

@@ -34,7 +34,9 @@ pub use rehearse::{demo, rehearsal_bank, rehearse, Demo};
 pub use report::Report;
 pub use seal::seal;
 pub use status::{status, Status};
-pub use transport::{BankTransport, Profile, RpcTransport, Simulation, Transport, TxStatus};
+pub use transport::{
+    BankTransport, Ledger, Profile, RpcTransport, Sent, Simulation, Transport, TxStatus,
+};
 pub use verify::{verify, Verification};
 pub use verify_program::{verify_program, ProgramVerification};
 

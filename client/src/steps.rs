@@ -305,6 +305,7 @@ pub(crate) async fn write_rounds<T: Transport>(
     let mut last = (Kind::Create, usize::MAX);
     let mut bars = false;
     loop {
+        let planning = std::time::Instant::now();
         let chain = chain::read(
             engine.transport(),
             model_address,
@@ -326,6 +327,7 @@ pub(crate) async fn write_rounds<T: Transport>(
             Vec::new()
         };
         let work = creates.len() + writes.len();
+        engine.timeline.planning += planning.elapsed();
         if work == 0 {
             return Ok(());
         }
@@ -412,6 +414,7 @@ pub(crate) async fn seal_rounds<T: Transport>(
     let mut last_cursor = None;
     let mut bar = false;
     loop {
+        let planning = std::time::Instant::now();
         let model = chain::existing_model(engine.transport(), model_address).await?;
         if model.state == ModelState::Sealed {
             return Ok(model);
@@ -436,6 +439,7 @@ pub(crate) async fn seal_rounds<T: Transport>(
         }
         last_cursor = Some(model.seal_cursor);
         let items = plan::seals(&engine.transport().program_id(), model_address, &model);
+        engine.timeline.planning += planning.elapsed();
         let window = engine.profile.seal_window;
         for failure in engine.run(items, window, true).await? {
             match curta_error(&failure.error) {

@@ -376,6 +376,12 @@ impl Transport for ShortStatuses<'_> {
         statuses.pop();
         Ok(statuses)
     }
+    async fn finalized(&self, s: &[Signature]) -> Result<Vec<bool>, Error> {
+        self.0.finalized(s).await
+    }
+    fn ledger(&self) -> &curta_client::Ledger {
+        self.0.ledger()
+    }
     async fn simulate(&self, tx: &Transaction) -> Result<Simulation, Error> {
         self.0.simulate(tx).await
     }

@@ -526,6 +526,79 @@ async fn section_zero_checked_at_first_chunk() {
     assert_eq!(model.state, ModelState::Sealing);
 }
 
+/// Section zero's matrix descriptors and reserved words, as chunk 0 checks them (two aligned
+/// words compared whole per descriptor, the reserved words OR-ed): each refusal names the
+/// first differing descriptor field or the first non-zero word, and changes nothing.
+#[tokio::test]
+async fn section_zero_descriptors_and_reserved_words_refused() {
+    let mut bank = Bank::start().await;
+    let mut rng = Rng::new(21);
+    let a = bank.authority.insecure_clone();
+    let [dim, _, _, _, _, vocab, _] = curta_tests::TINY_CONFIG;
+    // (header byte, new bytes, reason, the four logged values)
+    let cases: [(usize, Vec<u8>, &str, [u64; 4]); 5] = [
+        (
+            512 + 3 * 24 + 8,
+            (dim + 1).to_le_bytes().to_vec(),
+            "section zero: matrix descriptor differs (index, header byte, found, expected)",
+            [3, 512 + 3 * 24 + 8, dim as u64 + 1, dim as u64],
+        ),
+        (
+            512,
+            2u32.to_le_bytes().to_vec(),
+            "section zero: matrix descriptor differs (index, header byte, found, expected)",
+            [0, 512, 2, 1],
+        ),
+        (
+            512 + 8 * 24 + 12,
+            17u32.to_le_bytes().to_vec(),
+            "section zero: matrix descriptor differs (index, header byte, found, expected)",
+            [8, 512 + 8 * 24 + 12, 17, 16],
+        ),
+        (
+            512 + 24 + 16,
+            4u64.to_le_bytes().to_vec(),
+            "section zero: matrix misaligned or out of its section (index, offset, end, length)",
+            [1, 4, 4 + 16 * vocab as u64, LEN as u64],
+        ),
+        (
+            4000,
+            vec![1],
+            "section zero: reserved header word not zero (byte)",
+            [4000, 0, 0, 0],
+        ),
+    ];
+    for (at, bytes, reason, values) in cases {
+        let mut bad = tiny_section_zero(LEN as u64);
+        bad[at..at + bytes.len()].copy_from_slice(&bytes);
+        let p = written(&mut bank, vec![bad, rng.bytes(LEN)]).await;
+        let w = watch(&bank, &[&p]);
+        let (result, logs) = bank.send_logged(&[start(&p, 0, 0)], &[&a]).await;
+        assert_eq!(
+            result,
+            Err(TransactionError::InstructionError(
+                0,
+                err(InvalidSectionZero)
+            )),
+            "{reason}"
+        );
+        assert!(
+            logs.contains(&format!("Program log: {reason}")),
+            "{logs:#?}"
+        );
+        let logged = format!(
+            "Program log: {:#x}, {:#x}, {:#x}, {:#x}, 0x0",
+            values[0], values[1], values[2], values[3]
+        );
+        assert!(logs.contains(&logged), "{logged} in {logs:#?}");
+        bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(InvalidSectionZero), &w)
+            .await;
+        let model = bank.model(&p.model).await;
+        assert_eq!((model.state, model.seal_cursor), (ModelState::Open, 0));
+        assert!(!bank.header(&p.weights[0]).await.frozen);
+    }
+}
+
 #[tokio::test]
 async fn close_attacks() {
     let mut bank = Bank::start().await;

@@ -2,7 +2,7 @@
 //! ways (or not at all) around another and records what it forwarded and what landed, and
 //! the expected rent computed from the spec's numbers.
 
-use curta_client::{Error, Profile, Simulation, Transport, TxStatus};
+use curta_client::{Error, Ledger, Profile, Simulation, Transport, TxStatus};
 use curta_core::convert::synth::Rng;
 use solana_account::Account;
 use solana_hash::Hash;
@@ -30,9 +30,16 @@ pub const FEE: u64 = 5_000;
 /// Whether a message is a Curta Write (instruction tag 2) of `program`, with or without
 /// compute-budget instructions before it.
 pub fn is_write(program: &Pubkey, message: &Message) -> bool {
-    message.instructions.last().is_some_and(|ix| {
-        message.account_keys[ix.program_id_index as usize] == *program
-            && ix.data.first() == Some(&2)
+    curta_tag(program, message) == Some(2)
+}
+
+/// The instruction tag of a message's Curta instruction of `program` (its last), if it ends
+/// with one: 2 Write, 3 Seal, 4 Reopen, 5 Close.
+pub fn curta_tag(program: &Pubkey, message: &Message) -> Option<u8> {
+    message.instructions.last().and_then(|ix| {
+        (message.account_keys[ix.program_id_index as usize] == *program)
+            .then(|| ix.data.first().copied())
+            .flatten()
     })
 }
 
@@ -53,6 +60,21 @@ pub enum Fault {
         blockhash: Hash,
         last_valid: u64,
         fetches: u64,
+    },
+    /// Keep the first transaction whose Curta instruction has tag `tag` (not forwarded: a
+    /// connection that failed after the bytes went out) and fail that send call, as if the
+    /// connection broke: the operation stops with a transport error. [`Faulty::held`]
+    /// returns it, for a later [`Fault::LateBefore`].
+    HoldFirst { tag: u8 },
+    /// Forward everything, but first hand `late` to the bank right before the transaction
+    /// with Curta tag `tag` that comes after `skip` others of that tag, and wait until it has
+    /// executed or its blockhash has expired (then it never will): a transaction signed by
+    /// an earlier run, delivered late. [`Faulty::late_landed`] says which.
+    LateBefore {
+        late: Box<Transaction>,
+        last_valid: u64,
+        tag: u8,
+        skip: u64,
     },
     /// Deliver each batch of sent transactions last first, each one executed before the next
     /// is handed over: the worst order a leader may pick, deterministically.
@@ -76,6 +98,11 @@ pub struct Faulty<'a, T: Transport> {
     pub fail_after_sends: Mutex<Option<u64>>,
     /// The program id the client is told to use, when it is not the bank's.
     pub program_id: Option<Pubkey>,
+    /// [`Fault::HoldFirst`]'s transaction.
+    held: Mutex<Option<Transaction>>,
+    /// [`Fault::LateBefore`]: transactions of its tag seen so far, and whether the late
+    /// transaction landed (`None` until it was handed over).
+    late: Mutex<(u64, Option<bool>)>,
 }
 
 impl<'a, T: Transport> Faulty<'a, T> {
@@ -90,6 +117,8 @@ impl<'a, T: Transport> Faulty<'a, T> {
             fetched: Mutex::new(0),
             fail_after_sends: Mutex::new(None),
             program_id: None,
+            held: Mutex::new(None),
+            late: Mutex::new((0, None)),
         }
     }
 
@@ -126,6 +155,36 @@ impl<'a, T: Transport> Faulty<'a, T> {
             .iter()
             .filter_map(|s| by_signature.get(s).map(|m| (*m).clone()))
             .collect()
+    }
+
+    /// The transaction [`Fault::HoldFirst`] kept, if it saw one.
+    pub fn held(&self) -> Option<Transaction> {
+        self.held.lock().unwrap().clone()
+    }
+
+    /// [`Fault::LateBefore`]: whether the late transaction landed when it was handed over
+    /// (`None`: it never was, no transaction of its tag came after `skip`).
+    pub fn late_landed(&self) -> Option<bool> {
+        self.late.lock().unwrap().1
+    }
+
+    /// Hands `late` to the inner transport and waits until it executed or can no longer.
+    async fn deliver_late(&self, late: &Transaction, last_valid: u64) -> Result<bool, Error> {
+        self.forwarded.lock().unwrap().push(late.clone());
+        self.inner.send(std::slice::from_ref(late)).await?;
+        loop {
+            if let TxStatus::Landed(_) = self.inner.statuses(&late.signatures[..1]).await?[0] {
+                return Ok(true);
+            }
+            let blockhash = late.message.recent_blockhash;
+            if self.inner.blockhash_expired(&blockhash, last_valid).await? {
+                // Expired: what was taken before has executed (the bank's fence), so a status
+                // now is final.
+                let status = self.inner.statuses(&late.signatures[..1]).await?.remove(0);
+                return Ok(matches!(status, TxStatus::Landed(_)));
+            }
+            self.inner.wait_for_progress().await;
+        }
     }
 
     pub fn dropped(&self) -> u64 {
@@ -206,6 +265,47 @@ impl<T: Transport> Transport for Faulty<'_, T> {
                 keep.push(tx.clone());
             }
         }
+        let program = self.program_id();
+        if let Fault::HoldFirst { tag } = self.fault {
+            let mut held = self.held.lock().unwrap();
+            let first = keep
+                .iter()
+                .position(|tx| held.is_none() && curta_tag(&program, &tx.message) == Some(tag));
+            if let Some(i) = first {
+                *held = Some(keep.remove(i));
+                drop(held);
+                self.forwarded.lock().unwrap().extend(keep.iter().cloned());
+                self.inner.send(&keep).await?;
+                return Err(Error::Transport(
+                    "connection lost while sending (injected)".into(),
+                ));
+            }
+        }
+        if let Fault::LateBefore {
+            late,
+            last_valid,
+            tag,
+            skip,
+        } = &self.fault
+        {
+            let due = {
+                let mut state = self.late.lock().unwrap();
+                let mut due = false;
+                for tx in &keep {
+                    if curta_tag(&program, &tx.message) == Some(*tag) {
+                        due |= state.0 >= *skip && state.1.is_none();
+                        state.0 += 1;
+                    }
+                }
+                due
+            };
+            if due {
+                // Every transaction of this batch goes after the late one (a barrier goes
+                // alone, so a batch holding one holds nothing else).
+                let landed = self.deliver_late(late, *last_valid).await?;
+                self.late.lock().unwrap().1 = Some(landed);
+            }
+        }
         self.forwarded.lock().unwrap().extend(keep.iter().cloned());
         if let Some(n) = self.fail_after_sends.lock().unwrap().as_mut() {
             *n = n.saturating_sub(1);
@@ -216,8 +316,10 @@ impl<T: Transport> Transport for Faulty<'_, T> {
                 // A transaction that never executes (its blockhash expired) is left to the
                 // client's own expiry handling after a bounded wait.
                 let deadline = Instant::now() + Duration::from_secs(10);
-                while self.inner.statuses(&tx.signatures[..1]).await?[0] == TxStatus::Unknown
-                    && Instant::now() < deadline
+                while !matches!(
+                    self.inner.statuses(&tx.signatures[..1]).await?[0],
+                    TxStatus::Landed(_)
+                ) && Instant::now() < deadline
                 {
                     self.inner.wait_for_progress().await;
                 }
@@ -237,6 +339,13 @@ impl<T: Transport> Transport for Faulty<'_, T> {
             }
         }
         Ok(statuses)
+    }
+    async fn finalized(&self, s: &[Signature]) -> Result<Vec<bool>, Error> {
+        self.crashed()?;
+        self.inner.finalized(s).await
+    }
+    fn ledger(&self) -> &Ledger {
+        self.inner.ledger()
     }
     async fn simulate(&self, tx: &Transaction) -> Result<Simulation, Error> {
         self.inner.simulate(tx).await

@@ -2,7 +2,7 @@
 //! its VM ([`ProgramSo`]).
 
 use super::ProgramSo;
-use super::{Profile, Simulation, Transport, TxStatus};
+use super::{Ledger, Profile, Simulation, Transport, TxStatus};
 use crate::Error;
 use solana_account::{Account, AccountSharedData};
 use solana_commitment_config::CommitmentLevel;
@@ -49,19 +49,32 @@ pub struct BankTransport {
     finished: std::sync::Arc<tokio::sync::Notify>,
     /// Transactions handed to the bank that have not finished executing.
     executing: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Their signatures: the bank has them and its process call has not returned, so their
+    /// status is `Pending` (never re-signed) without asking the bank on every poll.
+    in_bank: InBank,
+    /// When each blockhash was first handed out as the latest: one younger than
+    /// [`YOUNG_BLOCKHASH`] is not expired, and the bank need not be asked.
+    issued: Mutex<HashMap<Hash, Instant>>,
     /// The binary the bank runs ([`ProgramSo::describe`]).
     program: String,
     /// The outcome of every transaction this transport handed over that executed.
     outcomes: Outcomes,
+    ledger: Ledger,
 }
 
 type Outcomes = std::sync::Arc<Mutex<HashMap<Signature, Result<(), TransactionError>>>>;
+type InBank = std::sync::Arc<Mutex<std::collections::HashSet<Signature>>>;
 
 /// How long the bank may take to answer a process call. The banks client's default, 10 s, is
 /// exceeded on a machine loaded with many banks (`cargo test` runs dozens side by side, and
 /// every Write into a 9.47 MB section copies it in and out of the VM): the server then logs
 /// DeadlineExceeded and the answer is lost.
 const PROCESS_DEADLINE: Duration = Duration::from_secs(120);
+
+/// A blockhash the bank handed out as its latest less than this long ago is still usable: it
+/// lives 150 of the bank's 6.4 ms rotations, about 960 ms. (Saying "not expired" is the safe
+/// answer: it only delays signing again.)
+const YOUNG_BLOCKHASH: Duration = Duration::from_millis(400);
 
 /// The least compute-unit limit a fence carries (the limit only makes each fence unique).
 const FENCE_UNITS: u32 = 200_000;
@@ -133,8 +146,11 @@ impl BankTransport {
             checked,
             finished: Default::default(),
             executing: Default::default(),
+            in_bank: InBank::default(),
+            issued: Mutex::default(),
             program: so.describe(),
             outcomes: Outcomes::default(),
+            ledger: Ledger::default(),
         })
     }
 
@@ -300,17 +316,33 @@ impl Transport for BankTransport {
     }
 
     async fn latest_blockhash(&self) -> Result<(Hash, u64), Error> {
-        self.client
+        let latest = self
+            .client
             .get_latest_blockhash_with_commitment(CommitmentLevel::Processed)
             .await
             .map_err(bank_error)?
-            .ok_or_else(|| bank_error("no latest blockhash"))
+            .ok_or_else(|| bank_error("no latest blockhash"))?;
+        let mut issued = self.issued.lock().unwrap();
+        if issued.len() > 4_096 {
+            issued.retain(|_, at| at.elapsed() < Duration::from_secs(10));
+        }
+        issued.entry(latest.0).or_insert_with(Instant::now);
+        Ok(latest)
     }
 
     async fn blockhash_expired(&self, blockhash: &Hash, _last_valid: u64) -> Result<bool, Error> {
         // The bank's block height does not advance; a blockhash has left the bank's queue
         // (and can never pass an age check again) exactly when the bank can no longer price
         // it. A batch checked before may still be executing: the fence waits for it.
+        let young = self
+            .issued
+            .lock()
+            .unwrap()
+            .get(blockhash)
+            .is_some_and(|at| at.elapsed() < YOUNG_BLOCKHASH);
+        if young {
+            return Ok(false);
+        }
         let mut message = Message::new(&[], Some(&Pubkey::new_unique()));
         message.recent_blockhash = *blockhash;
         let priced = self
@@ -344,7 +376,9 @@ impl Transport for BankTransport {
                 let finished = self.finished.clone();
                 let executing = self.executing.clone();
                 let outcomes = self.outcomes.clone();
+                let in_bank = self.in_bank.clone();
                 executing.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                in_bank.lock().unwrap().insert(transaction.signatures[0]);
                 // The engine reads the outcome from the statuses, answered from this call.
                 tokio::spawn(async move {
                     let signature = transaction.signatures[0];
@@ -360,6 +394,8 @@ impl Transport for BankTransport {
                     if let Some(outcome) = executed(result) {
                         outcomes.lock().unwrap().insert(signature, outcome);
                     }
+                    // After the outcome: a status read finds one or the other.
+                    in_bank.lock().unwrap().remove(&signature);
                     executing.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                     finished.notify_waiters();
                     finished.notify_one();
@@ -370,13 +406,19 @@ impl Transport for BankTransport {
     }
 
     async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error> {
-        // What executed through this transport is known; the bank is asked about the rest
-        // (still executing, or sent by another transport).
+        // What executed through this transport is known, and what it handed over whose process
+        // call has not returned is Pending (its outcome comes with the call's answer; it can
+        // still land, so it must not be signed again); the bank is asked about the rest (sent
+        // by another transport, or refused before execution).
         let known: Vec<Option<TxStatus>> = {
+            let in_bank = self.in_bank.lock().unwrap();
             let outcomes = self.outcomes.lock().unwrap();
             signatures
                 .iter()
-                .map(|s| outcomes.get(s).map(|o| TxStatus::Landed(o.clone())))
+                .map(|s| match outcomes.get(s) {
+                    Some(o) => Some(TxStatus::Landed(o.clone())),
+                    None => in_bank.contains(s).then_some(TxStatus::Pending),
+                })
                 .collect()
         };
         let ask: Vec<Signature> = signatures
@@ -402,6 +444,20 @@ impl Transport for BankTransport {
                 })
             })
             .collect())
+    }
+
+    async fn finalized(&self, signatures: &[Signature]) -> Result<Vec<bool>, Error> {
+        // The bank has no forks: what executed stays executed.
+        Ok(self
+            .statuses(signatures)
+            .await?
+            .iter()
+            .map(|s| matches!(s, TxStatus::Landed(_)))
+            .collect())
+    }
+
+    fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     async fn wait_for_progress(&self) {

@@ -18,6 +18,7 @@ use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_transaction::Transaction;
 use solana_transaction_error::TransactionError;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// What a signature's status is at the transport's commitment.
@@ -53,6 +54,42 @@ pub struct Profile {
     pub blockhash_refresh: Duration,
 }
 
+/// A transaction an engine handed to a cluster: its signature and the blockhash it was
+/// signed under, with the last block height at which that blockhash is valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent {
+    pub signature: Signature,
+    pub blockhash: Hash,
+    pub last_valid: u64,
+}
+
+/// Every transaction sent through a transport that may still land (or, landed, still be
+/// rolled back and land again): recorded by the engine before it sends, removed by
+/// `Engine::settle` once final or past its blockhash's last valid height. The transport
+/// only holds it, so that it outlives each operation's engine (and an operation stopped by
+/// an error or dropped mid-run): every later operation over the same transport sees it.
+#[derive(Debug, Default)]
+pub struct Ledger(Mutex<Vec<Sent>>);
+
+impl Ledger {
+    pub fn record(&self, sent: Sent) {
+        self.0.lock().unwrap().push(sent);
+    }
+
+    /// What may still land, oldest first.
+    pub fn pending(&self) -> Vec<Sent> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Forgets the transactions that can no longer land or change.
+    pub fn settled(&self, signatures: &std::collections::HashSet<Signature>) {
+        self.0
+            .lock()
+            .unwrap()
+            .retain(|s| !signatures.contains(&s.signature));
+    }
+}
+
 /// The chain operations the engine uses. Everything is read at the transport's commitment.
 #[allow(async_fn_in_trait)]
 pub trait Transport {
@@ -78,6 +115,12 @@ pub trait Transport {
     /// Hand transactions over without waiting for them to execute.
     async fn send(&self, transactions: &[Transaction]) -> Result<(), Error>;
     async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error>;
+    /// Whether each signature is final: executed in a block the cluster can no longer roll
+    /// back (finalized over RPC, whatever the transport's commitment; executed, on a bank
+    /// without forks).
+    async fn finalized(&self, signatures: &[Signature]) -> Result<Vec<bool>, Error>;
+    /// The transactions sent through this transport that may still land.
+    fn ledger(&self) -> &Ledger;
     async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error>;
     /// Waits, when nothing sent has resolved yet, before the statuses are read again: at most
     /// the profile's poll interval, less where the transport knows a transaction finished.

@@ -1,6 +1,6 @@
 //! The RPC transport: solana-client's nonblocking `RpcClient`.
 
-use super::{Profile, Simulation, Transport, TxStatus};
+use super::{Ledger, Profile, Simulation, Transport, TxStatus};
 use crate::Error;
 use futures::future::join_all;
 use solana_account::Account;
@@ -39,6 +39,7 @@ pub struct RpcTransport {
     /// Sends straight to the leaders' TPU over QUIC (what `solana program deploy` does)
     /// instead of through the node's `sendTransaction`, when set.
     tpu: Option<QuicTpuClient>,
+    ledger: Ledger,
 }
 
 type QuicTpuClient = TpuClient<QuicPool, QuicConnectionManager, QuicConfig>;
@@ -83,6 +84,7 @@ impl RpcTransport {
             commitment,
             program_id,
             tpu: None,
+            ledger: Ledger::default(),
         }
     }
 
@@ -259,6 +261,26 @@ impl Transport for RpcTransport {
             }));
         }
         Ok(statuses)
+    }
+
+    async fn finalized(&self, signatures: &[Signature]) -> Result<Vec<bool>, Error> {
+        let mut finalized = Vec::with_capacity(signatures.len());
+        for batch in signatures.chunks(SIGNATURES_PER_REQUEST) {
+            let response = self
+                .client
+                .get_signature_statuses(batch)
+                .await
+                .map_err(rpc_error)?;
+            check_len("getSignatureStatuses", batch.len(), response.value.len())?;
+            finalized.extend(response.value.into_iter().map(|status| {
+                status.is_some_and(|s| s.satisfies_commitment(CommitmentConfig::finalized()))
+            }));
+        }
+        Ok(finalized)
+    }
+
+    fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {

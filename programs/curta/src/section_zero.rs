@@ -60,17 +60,21 @@ impl Words {
         u64::from_le(unsafe { (self.0.add(at) as *const u64).read() })
     }
 
-    /// Whether the words from `start` to `end` (multiples of 8, within the header) are zero.
+    /// The first word from `start` to `end` (multiples of 8, within the header) that is not
+    /// zero. The words are OR-ed together first, with no branch per word; only a header that
+    /// fails is searched.
     #[inline(always)]
     fn zero(&self, start: usize, end: usize) -> Option<usize> {
+        let mut any = 0;
         let mut at = start;
         while at < end {
-            if self.u64(at) != 0 {
-                return Some(at);
-            }
+            any |= self.u64(at);
             at += 8;
         }
-        None
+        if any == 0 {
+            return None;
+        }
+        (start..end).step_by(8).find(|&at| self.u64(at) != 0)
     }
 }
 
@@ -95,6 +99,48 @@ fn config_refusal(e: FormatError) -> Refusal {
         ),
         _ => invalid("section zero: invalid configuration", [0; 4]),
     }
+}
+
+// A descriptor's first two words hold (section, columns) and (rows, row bytes), low half first.
+const _: () = assert!(
+    descriptor::SECTION == 0
+        && descriptor::COLUMNS == 4
+        && descriptor::ROWS == 8
+        && descriptor::ROW_BYTES == 12
+        && descriptor::OFFSET == 16
+        && MATRIX_TABLE_OFFSET % 8 == 0
+        && DESCRIPTOR_LEN % 8 == 0
+);
+
+/// Two u32 as the little-endian u64 they make: `low` first.
+#[inline(always)]
+fn pair(low: u32, high: u32) -> u64 {
+    low as u64 | (high as u64) << 32
+}
+
+/// The refusal of the descriptor at header byte `at`, whose first four fields differ from
+/// `expected` (section, columns, rows, row bytes): the first differing field, named (only a
+/// refused header gets here).
+#[inline(always)]
+fn descriptor_refusal(h: &Words, at: usize, expected: [u32; 4]) -> Refusal {
+    let fields = [
+        descriptor::SECTION,
+        descriptor::COLUMNS,
+        descriptor::ROWS,
+        descriptor::ROW_BYTES,
+    ];
+    let k = (0..4)
+        .find(|&k| h.u32(at + fields[k]) != expected[k])
+        .unwrap_or(0);
+    invalid(
+        "section zero: matrix descriptor differs (index, header byte, found, expected)",
+        [
+            ((at - MATRIX_TABLE_OFFSET) / DESCRIPTOR_LEN) as u64,
+            (at + fields[k]) as u64,
+            h.u32(at + fields[k]) as u64,
+            expected[k] as u64,
+        ],
+    )
 }
 
 /// Checks section zero against the declared section lengths and returns its configuration.
@@ -202,52 +248,57 @@ pub fn check(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
     }
 
     // The matrix descriptors: the vocabulary's two, then each layer's seven, in one loop over
-    // (section, shape) pairs with no division: each descriptor is five word loads and their
-    // comparisons.
+    // (section, shape) pairs with no division. A descriptor is three aligned words: (section,
+    // columns), (rows, row bytes) and the offset; the first two are compared whole with the
+    // expected words, built once per shape, and the matrix's size is the shape's.
     let shape = |kind: MatrixKind| {
         let (rows, columns) = kind.shape(&c);
-        (columns, rows, row_length(columns))
+        let row_bytes = row_length(columns);
+        (
+            columns,
+            pair(rows, row_bytes),
+            rows as u64 * row_bytes as u64,
+        )
     };
     let vocabulary = shape(MatrixKind::TokenEmbedding);
     let layer = MatrixKind::LAYER.map(shape);
-    let mut index = 0;
+    let mut at = MATRIX_TABLE_OFFSET;
     for group in 0..=c.layers as usize {
-        let (shapes, section): (&[(u32, u32, u32)], usize) = if group == 0 {
+        let (shapes, section): (&[(u32, u64, u64)], usize) = if group == 0 {
             (&[vocabulary, vocabulary], 1)
         } else {
             (&layer, if multi { 1 + group } else { 1 })
         };
         let section_length = declared[section] as u64;
-        for &(columns, rows, row_bytes) in shapes {
-            let at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * index;
-            let found = [
-                h.u32(at + descriptor::SECTION),
-                h.u32(at + descriptor::COLUMNS),
-                h.u32(at + descriptor::ROWS),
-                h.u32(at + descriptor::ROW_BYTES),
-            ];
-            let expected = [section as u32, columns, rows, row_bytes];
-            if found != expected {
-                let k = (0..4).find(|&k| found[k] != expected[k]).unwrap_or(0);
-                return Err(invalid(
-                    "section zero: matrix descriptor differs (index, header byte, found, expected)",
+        for &(columns, rows_word, size) in shapes {
+            let first = h.u64(at + descriptor::SECTION);
+            let second = h.u64(at + descriptor::ROWS);
+            if first != pair(section as u32, columns) || second != rows_word {
+                return Err(descriptor_refusal(
+                    &h,
+                    at,
                     [
-                        index as u64,
-                        (at + 4 * k) as u64,
-                        found[k] as u64,
-                        expected[k] as u64,
+                        section as u32,
+                        columns,
+                        rows_word as u32,
+                        (rows_word >> 32) as u32,
                     ],
                 ));
             }
             let start = h.u64(at + descriptor::OFFSET);
-            let end = start.saturating_add(rows as u64 * row_bytes as u64);
+            let end = start.saturating_add(size);
             if start & (ALIGNMENT as u64 - 1) != 0 || end > section_length {
                 return Err(invalid(
                     "section zero: matrix misaligned or out of its section (index, offset, end, length)",
-                    [index as u64, start, end, section_length],
+                    [
+                        ((at - MATRIX_TABLE_OFFSET) / DESCRIPTOR_LEN) as u64,
+                        start,
+                        end,
+                        section_length,
+                    ],
                 ));
             }
-            index += 1;
+            at += DESCRIPTOR_LEN;
         }
     }
 

@@ -7,6 +7,7 @@
 //! only and are built on the same checks.
 
 use crate::error::CurtaError;
+#[cfg(not(target_os = "solana"))]
 use curta_core::le::u32_at;
 use curta_core::Config;
 
@@ -152,15 +153,20 @@ fn array_at<const N: usize>(data: &[u8], offset: usize) -> &[u8; N] {
         .expect("field inside the checked layout")
 }
 
-/// The little-endian u32 at `at` (a multiple of 4): one word load where the bytes are 4-byte
-/// aligned (account data is 8-byte aligned on chain), byte-wise elsewhere.
+/// The little-endian u32 at `at` (a multiple of 4) of account data. On chain one word load:
+/// the runtime hands a program every account's data 8-byte aligned (the loader's input
+/// serialization), and this module reads only account data (the model account, weight
+/// headers) at field offsets that are multiples of the field's size. Off chain (the client's
+/// and the tests' buffers have any alignment) byte-wise.
 #[inline(always)]
 fn word32(data: &[u8], at: usize) -> u32 {
     let bytes = &data[at..at + 4];
-    if bytes.as_ptr() as usize & 3 == 0 {
-        // SAFETY: 4 readable bytes at a 4-byte aligned address.
-        return u32::from_le(unsafe { (bytes.as_ptr() as *const u32).read() });
+    #[cfg(target_os = "solana")]
+    {
+        // SAFETY: 4 readable bytes; 4-byte aligned, as above.
+        u32::from_le(unsafe { (bytes.as_ptr() as *const u32).read() })
     }
+    #[cfg(not(target_os = "solana"))]
     u32_at(bytes, 0)
 }
 
@@ -168,10 +174,12 @@ fn word32(data: &[u8], at: usize) -> u32 {
 #[inline(always)]
 fn word64(data: &[u8], at: usize) -> u64 {
     let bytes = &data[at..at + 8];
-    if bytes.as_ptr() as usize & 7 == 0 {
-        // SAFETY: 8 readable bytes at an 8-byte aligned address.
-        return u64::from_le(unsafe { (bytes.as_ptr() as *const u64).read() });
+    #[cfg(target_os = "solana")]
+    {
+        // SAFETY: 8 readable bytes; 8-byte aligned, as `word32` says.
+        u64::from_le(unsafe { (bytes.as_ptr() as *const u64).read() })
     }
+    #[cfg(not(target_os = "solana"))]
     curta_core::le::u64_at(bytes, 0)
 }
 
@@ -179,12 +187,13 @@ fn word64(data: &[u8], at: usize) -> u64 {
 #[inline(always)]
 fn put32(data: &mut [u8], at: usize, value: u32) {
     let bytes = &mut data[at..at + 4];
-    if bytes.as_ptr() as usize & 3 == 0 {
-        // SAFETY: 4 writable bytes at a 4-byte aligned address.
-        unsafe { (bytes.as_mut_ptr() as *mut u32).write(value.to_le()) };
-    } else {
-        bytes.copy_from_slice(&value.to_le_bytes());
-    }
+    #[cfg(target_os = "solana")]
+    // SAFETY: 4 writable bytes; 4-byte aligned, as `word32` says.
+    unsafe {
+        (bytes.as_mut_ptr() as *mut u32).write(value.to_le())
+    };
+    #[cfg(not(target_os = "solana"))]
+    bytes.copy_from_slice(&value.to_le_bytes());
 }
 
 fn put(dst: &mut [u8], offset: usize, bytes: &[u8]) {
