@@ -137,7 +137,10 @@ pub fn is_barrier(item: &Item) -> bool {
     match item.kind {
         Kind::Reopen | Kind::Close => true,
         Kind::Seal => item.subject == Subject::Chunk(0),
-        Kind::Create | Kind::Write => false,
+        // A run's transactions go one at a time, each after the previous one landed, and
+        // every Step names the cursor it expects: a late or repeated step is refused
+        // (StaleCursor, RunEnded, or no run account) instead of changing another run.
+        Kind::Create | Kind::Write | Kind::StartRun | Kind::Step | Kind::CloseRun => false,
     }
 }
 
