@@ -591,8 +591,9 @@ impl<'a, T: Transport> Engine<'a, T> {
                 self.settle().await?;
                 self.timeline.settling += t.elapsed();
             }
-            if in_flight.len() < window && !queue.is_empty() && !(barrier && !in_flight.is_empty())
-            {
+            // A barrier waits until nothing of this run is in flight.
+            let may_send = !barrier || in_flight.is_empty();
+            if may_send && in_flight.len() < window && !queue.is_empty() {
                 let t = Instant::now();
                 let (blockhash, last_valid) = self.fresh_blockhash().await?;
                 self.timeline.blockhash += t.elapsed();

@@ -267,13 +267,20 @@ impl<T: Transport> Transport for Faulty<'_, T> {
         }
         let program = self.program_id();
         if let Fault::HoldFirst { tag } = self.fault {
-            let mut held = self.held.lock().unwrap();
-            let first = keep
-                .iter()
-                .position(|tx| held.is_none() && curta_tag(&program, &tx.message) == Some(tag));
-            if let Some(i) = first {
-                *held = Some(keep.remove(i));
-                drop(held);
+            let taken = {
+                let mut held = self.held.lock().unwrap();
+                let first = keep
+                    .iter()
+                    .position(|tx| held.is_none() && curta_tag(&program, &tx.message) == Some(tag));
+                match first {
+                    Some(i) => {
+                        *held = Some(keep.remove(i));
+                        true
+                    }
+                    None => false,
+                }
+            };
+            if taken {
                 self.forwarded.lock().unwrap().extend(keep.iter().cloned());
                 self.inner.send(&keep).await?;
                 return Err(Error::Transport(

@@ -108,8 +108,8 @@ const _: () = assert!(
         && descriptor::ROWS == 8
         && descriptor::ROW_BYTES == 12
         && descriptor::OFFSET == 16
-        && MATRIX_TABLE_OFFSET % 8 == 0
-        && DESCRIPTOR_LEN % 8 == 0
+        && MATRIX_TABLE_OFFSET & 7 == 0
+        && DESCRIPTOR_LEN & 7 == 0
 );
 
 /// Two u32 as the little-endian u64 they make: `low` first.
