@@ -21,10 +21,11 @@ pub struct Scratch {
     wide: &'static mut [i64],
 }
 
-/// On chain the scratch is the first 16 KiB of the heap frame (the program installs no
-/// allocator, and a 4 KiB stack frame cannot hold it): 2,048 values of 8 bytes.
-#[cfg(target_os = "solana")]
-const HEAP_START: usize = 0x3_0000_0000;
+/// On chain the scratch is the first [`SCRATCH_BYTES`] of the heap frame, which starts here
+/// (the program installs no allocator, and a 4 KiB stack frame cannot hold it): 2,048 values
+/// of 8 bytes. The program may use the heap past them.
+pub const HEAP_START: usize = 0x3_0000_0000;
+pub const SCRATCH_BYTES: usize = 8 * MAX_COLUMNS;
 
 impl Scratch {
     #[allow(clippy::new_without_default)]

@@ -9,8 +9,8 @@ use pinocchio::pubkey::{self, Pubkey};
 use pinocchio::ProgramResult;
 
 use super::shared::{
-    error_code, log_run_error, minimum_balance, owned, owned_data, sealed_model, signer,
-    weight_account, writable, Heap,
+    error_code, log_run_error, minimum_balance, owned, owned_data, prompt_buffer, sealed_model,
+    signer, weight_account, writable,
 };
 use crate::error::CurtaError;
 use crate::instruction::{InstructionData, Prompt};
@@ -102,8 +102,7 @@ fn start_run(
     }
     let meta = Metadata::sealed(&zero[WEIGHT_HEADER_LEN..]).ok_or(CurtaError::InvalidRun)?;
     let model = Model::new(meta, &[]).map_err(log_run_error)?;
-    let heap = Heap::take();
-    let tokens = heap.prompt();
+    let tokens = prompt_buffer();
     let count = match prompt {
         Prompt::Text(text) => encode(&meta, text, tokens).map_err(log_run_error)?,
         Prompt::Tokens(ids) => {

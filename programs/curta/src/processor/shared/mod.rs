@@ -89,34 +89,22 @@ pub(crate) fn log_run_error(error: curta_core::infer::RunError) -> CurtaError {
     CurtaError::InvalidRun
 }
 
-/// The heap frame (the program installs no allocator): its first 16 KiB are curta-core's run
-/// scratch (`forward::Scratch`), the next 16 KiB a prompt's token ids.
-pub(crate) struct Heap;
-
 /// Token ids a prompt may hold on chain (16 KiB of the heap frame).
 pub(crate) const PROMPT_TOKENS: usize = 4096;
 
-impl Heap {
-    #[inline(always)]
-    pub(crate) fn take() -> Heap {
-        Heap
+/// The prompt's token buffer: on chain the 16 KiB of the heap frame after curta-core's run
+/// scratch (`forward::Scratch`; the program installs no allocator).
+#[inline(always)]
+pub(crate) fn prompt_buffer() -> &'static mut [u32] {
+    #[cfg(target_os = "solana")]
+    // SAFETY: bytes 16,384..32,768 of the 32 KiB heap frame, 8-byte aligned, used by StartRun
+    // alone, once.
+    unsafe {
+        use curta_core::infer::forward::{HEAP_START, SCRATCH_BYTES};
+        core::slice::from_raw_parts_mut((HEAP_START + SCRATCH_BYTES) as *mut u32, PROMPT_TOKENS)
     }
-
-    /// The prompt's token buffer.
-    #[inline(always)]
-    pub(crate) fn prompt(&self) -> &'static mut [u32] {
-        #[cfg(target_os = "solana")]
-        // SAFETY: bytes 16,384..32,768 of the 32 KiB heap frame, 8-byte aligned, used by
-        // StartRun alone, once.
-        unsafe {
-            core::slice::from_raw_parts_mut(
-                (0x3_0000_0000usize + 16_384) as *mut u32,
-                PROMPT_TOKENS,
-            )
-        }
-        #[cfg(not(target_os = "solana"))]
-        alloc::vec![0u32; PROMPT_TOKENS].leak()
-    }
+    #[cfg(not(target_os = "solana"))]
+    alloc::vec![0u32; PROMPT_TOKENS].leak()
 }
 
 /// A result as one register (0 for success, else the runtime's code of the error), for the
