@@ -24,7 +24,7 @@ pub struct Scratch {
 /// On chain the scratch is the first [`SCRATCH_BYTES`] of the heap frame, which starts here
 /// (the program installs no allocator, and a 4 KiB stack frame cannot hold it): 2,048 values
 /// of 8 bytes. The program may use the heap past them.
-pub const HEAP_START: usize = 0x3_0000_0000;
+pub const HEAP_START: u64 = 0x3_0000_0000;
 pub const SCRATCH_BYTES: usize = 8 * MAX_COLUMNS;
 
 impl Scratch {
@@ -38,7 +38,9 @@ impl Scratch {
             // SAFETY: the heap frame is at least 32 KiB, 8-byte aligned, and nothing else uses
             // its first 16 KiB while a run advances (one Scratch per advance).
             #[cfg(target_os = "solana")]
-            wide: unsafe { core::slice::from_raw_parts_mut(HEAP_START as *mut i64, MAX_COLUMNS) },
+            wide: unsafe {
+                core::slice::from_raw_parts_mut(HEAP_START as usize as *mut i64, MAX_COLUMNS)
+            },
         }
     }
 }

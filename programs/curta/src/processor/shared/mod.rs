@@ -101,7 +101,10 @@ pub(crate) fn prompt_buffer() -> &'static mut [u32] {
     // alone, once.
     unsafe {
         use curta_core::infer::forward::{HEAP_START, SCRATCH_BYTES};
-        core::slice::from_raw_parts_mut((HEAP_START + SCRATCH_BYTES) as *mut u32, PROMPT_TOKENS)
+        core::slice::from_raw_parts_mut(
+            (HEAP_START as usize + SCRATCH_BYTES) as *mut u32,
+            PROMPT_TOKENS,
+        )
     }
     #[cfg(not(target_os = "solana"))]
     alloc::vec![0u32; PROMPT_TOKENS].leak()
