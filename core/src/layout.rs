@@ -27,6 +27,9 @@ pub const ROW_WEIGHTS_OFFSET: usize = 8;
 /// are weights of zero).
 pub const WEIGHT_BIAS: i32 = 128;
 
+/// The spec's largest context length (positions a run attends).
+pub const MAX_CONTEXT: u32 = 512;
+
 /// The model's shape: the first seven fields of the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Config {
@@ -91,7 +94,7 @@ impl Config {
         check_range(kv_heads, self.kv_heads, 1, self.heads)?;
         check_divides((kv_heads, self.kv_heads), (heads, self.heads))?;
         check_range(vocab_size, self.vocab_size, 259, 65_536)?;
-        check_range(context_length, self.context_length, 1, 512)?;
+        check_range(context_length, self.context_length, 1, MAX_CONTEXT)?;
         let head_size = self.head_size();
         if head_size % 2 != 0 || head_size > 64 {
             return Err(FormatError::HeadSize { head_size });

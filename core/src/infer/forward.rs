@@ -319,14 +319,33 @@ pub fn attention_head(
     att: &mut [u8],
     out: &mut [u8],
 ) -> i64 {
+    let (inv_sqrt, exp) = (meta.inv_sqrt_head_size(), meta.block_bytes(Block::Exp));
+    #[cfg(target_os = "solana")]
+    return super::head::attention_head_rows(&mut super::head::Head {
+        query: q,
+        keys,
+        values,
+        row_len: 4 * kv_dim,
+        offset: 4 * kv_offset,
+        positions: pos as usize + 1,
+        inv_sqrt,
+        exp,
+        att,
+        out,
+    });
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU reported AVX2.
         return unsafe {
-            attention_head_avx2(meta, q, keys, values, kv_dim, kv_offset, pos, att, out)
+            attention_head_avx2(
+                inv_sqrt, exp, q, keys, values, kv_dim, kv_offset, pos, att, out,
+            )
         };
     }
-    attention_head_any(meta, q, keys, values, kv_dim, kv_offset, pos, att, out)
+    #[cfg(not(target_os = "solana"))]
+    attention_head_any(
+        inv_sqrt, exp, q, keys, values, kv_dim, kv_offset, pos, att, out,
+    )
 }
 
 /// [`attention_head`] compiled for AVX2.
@@ -334,7 +353,8 @@ pub fn attention_head(
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn attention_head_avx2(
-    meta: &Metadata,
+    inv_sqrt: u32,
+    exp: &[u8],
     q: &[u8],
     keys: &[u8],
     values: &[u8],
@@ -344,13 +364,17 @@ unsafe fn attention_head_avx2(
     att: &mut [u8],
     out: &mut [u8],
 ) -> i64 {
-    attention_head_any(meta, q, keys, values, kv_dim, kv_offset, pos, att, out)
+    attention_head_any(
+        inv_sqrt, exp, q, keys, values, kv_dim, kv_offset, pos, att, out,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
+#[cfg_attr(target_os = "solana", allow(dead_code))]
 #[inline(always)]
-fn attention_head_any(
-    meta: &Metadata,
+pub(super) fn attention_head_any(
+    inv_sqrt: u32,
+    exp: &[u8],
     q: &[u8],
     keys: &[u8],
     values: &[u8],
@@ -361,8 +385,6 @@ fn attention_head_any(
     out: &mut [u8],
 ) -> i64 {
     let head_size = q.len() / 4;
-    let inv_sqrt = meta.inv_sqrt_head_size();
-    let exp = meta.block_bytes(Block::Exp);
     let positions = pos as usize + 1;
     let mut query = [0i64; 64];
     for (j, v) in query[..head_size].iter_mut().enumerate() {
@@ -419,6 +441,7 @@ fn attention_head_any(
 /// little-endian i32 bytes, `key` the cached key's slice. Exact in i64 (|q|, |k| ≤ 2^27, at most
 /// 64 terms: ≤ 2^60), so any order of the additions gives the same integer.
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[cfg_attr(target_os = "solana", allow(dead_code))]
 #[inline(always)]
 fn head_dot(query: &[i64], _q: &[u8], key: &[u8]) -> i64 {
     // Four values per turn (on SBF the loop's own work, an index and a bound kept on the
@@ -470,6 +493,7 @@ fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
 
 /// acc_j += w × value_j over one head (w a weight, 0 to 2^30; every partial sum ≤ 2^57).
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[cfg_attr(target_os = "solana", allow(dead_code))]
 #[inline(always)]
 fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
     let mut a4 = acc.chunks_exact_mut(4);

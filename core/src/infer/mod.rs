@@ -6,6 +6,8 @@
 mod error;
 pub mod fixed;
 pub mod forward;
+#[cfg(any(target_os = "solana", test))]
+mod head;
 mod model;
 mod run;
 pub mod sample;

@@ -98,8 +98,8 @@ fn row(columns: u64) -> u64 {
 
 /// One head's attention, per position: per value of the head (a score and a value term) and
 /// per position (the score's rounding, the exponential, the weight).
-const ATTENTION_PER_VALUE: u64 = 30;
-const ATTENTION_PER_POSITION: u64 = 60;
+const ATTENTION_PER_VALUE: u64 = 17;
+const ATTENTION_PER_POSITION: u64 = 72;
 /// Sampling, per token of the vocabulary: with a temperature (and top-p), and greedy (the
 /// highest logit alone).
 const SAMPLE_PER_TOKEN: u64 = 130;
