@@ -3,6 +3,7 @@
 //! given the weight accounts one step needs) passes an empty slice for the others; reading a
 //! matrix from a section that is not there is [`RunError::SectionMissing`].
 
+use super::state::get_u32;
 use super::RunError;
 use crate::{Artifact, Config, Metadata, MAX_SECTIONS, ROW_WEIGHTS_OFFSET};
 
@@ -24,8 +25,11 @@ impl<'a> Rows<'a> {
     /// Row `r`: its scale (24 fractional bits) and its stored weights (weight + 128).
     #[inline(always)]
     pub fn row(&self, r: usize) -> (u32, &'a [u8]) {
-        let row = &self.bytes[r * self.row_bytes..(r + 1) * self.row_bytes];
-        let scale = u32::from_le_bytes([row[0], row[1], row[2], row[3]]);
+        let start = r * self.row_bytes;
+        let row = &self.bytes[start..start + self.row_bytes];
+        // A word load on chain: rows start at multiples of 8 in their section (format.md),
+        // and account data is 8-byte aligned.
+        let scale = get_u32(row, 0);
         (
             scale,
             &row[ROW_WEIGHTS_OFFSET..ROW_WEIGHTS_OFFSET + self.columns],

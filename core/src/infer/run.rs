@@ -7,7 +7,7 @@
 use super::fixed::saturate;
 use super::forward::{attention_head, embed, gated, matrix_rows, rmsnorm, rotary, Input, Scratch};
 use super::sample::{argmax, sample, Settings, MAX_TEMPERATURE, ONE};
-use super::state::{field, get, get_u32, set, Mode, StateLayout, Status, STATE_TAG};
+use super::state::{field, get, get_u32, set, word, Mode, StateLayout, Status, STATE_TAG};
 use super::tokenizer::{BOS, EOS};
 use super::{Model, RunError};
 use crate::le::{put_u32, put_u64, u32_at, u64_at};
@@ -334,18 +334,18 @@ impl<'s> Run<'s> {
 
     /// Every token of the sequence so far is in the vocabulary.
     fn check_tokens_held(&mut self) -> Result<(), RunError> {
-        let held = self.prompt_len() + self.generated();
-        for i in 0..held {
-            let id = self.token(i);
-            if id >= self.config.vocab_size {
-                return Err(RunError::TokenOutOfRange {
-                    index: i as usize,
-                    id,
-                    vocab: self.config.vocab_size,
-                });
-            }
+        // By chunks and word loads: every step runs this, over every position so far.
+        let held = (self.prompt_len() + self.generated()) as usize;
+        let tokens = &self.state[self.layout.tokens..self.layout.tokens + 4 * held];
+        let vocab = self.config.vocab_size;
+        match tokens.chunks_exact(4).position(|t| word(t) as u32 >= vocab) {
+            None => Ok(()),
+            Some(index) => Err(RunError::TokenOutOfRange {
+                index,
+                id: self.token(index as u32),
+                vocab,
+            }),
         }
-        Ok(())
     }
 
     /// The state's bytes.

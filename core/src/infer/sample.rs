@@ -3,7 +3,7 @@
 //! xorshift64*.
 
 use super::fixed::{exp_index, mul_hi_u64};
-use super::state::{get, get_u32, set_u32, HIST_LEN};
+use super::state::{get, get_u32, set_u32, word, HIST_LEN};
 use crate::{Block, Metadata};
 
 /// 1.0 with 16 fractional bits: top-p of 1.0 keeps every token.
@@ -46,10 +46,10 @@ pub fn next_random(state: &mut u64) -> u64 {
 
 /// The id of the highest logit, the lowest id among equals.
 pub fn argmax(logits: &[u8]) -> u32 {
-    let mut best = 0;
-    let mut best_value = get(logits, 0);
-    for i in 1..logits.len() / 4 {
-        let v = get(logits, i);
+    // By chunks: no index and no bounds check per logit (on SBF a third of the units).
+    let (mut best, mut best_value) = (0, i32::MIN);
+    for (i, v) in logits.chunks_exact(4).enumerate() {
+        let v = word(v);
         if v > best_value {
             best = i;
             best_value = v;
