@@ -249,9 +249,17 @@ pub fn matrix_rows(
     input: &Input,
     mut out: impl FnMut(usize, i32),
 ) {
-    for r in rows {
-        let (scale, weights) = m.row(r);
-        out(r, input.row_product(scale, weights));
+    if m.holds(&rows) {
+        for r in rows {
+            // SAFETY: r is in the range `holds` accepted.
+            let (scale, weights) = unsafe { m.row_unchecked(r) };
+            out(r, input.row_product(scale, weights));
+        }
+    } else {
+        for r in rows {
+            let (scale, weights) = m.row(r);
+            out(r, input.row_product(scale, weights));
+        }
     }
 }
 

@@ -37,6 +37,35 @@ impl<'a> Rows<'a> {
     }
 }
 
+impl<'a> Rows<'a> {
+    /// Whether every row of `rows` lies in the matrix's bytes, so that
+    /// [`Rows::row_unchecked`] may read them: one check for a stage's rows instead of one per
+    /// row (on SBF tens of units a row).
+    pub fn holds(&self, rows: &core::ops::Range<usize>) -> bool {
+        ROW_WEIGHTS_OFFSET + self.columns <= self.row_bytes
+            && rows
+                .end
+                .checked_mul(self.row_bytes)
+                .is_some_and(|end| end <= self.bytes.len())
+    }
+
+    /// [`Rows::row`] without its bounds check.
+    ///
+    /// # Safety
+    /// `r` is in a range that [`Rows::holds`] accepted.
+    #[inline(always)]
+    pub unsafe fn row_unchecked(&self, r: usize) -> (u32, &'a [u8]) {
+        let row = self.bytes.as_ptr().add(r * self.row_bytes);
+        // As in `row`: on chain a word load, the row 8-byte aligned.
+        #[cfg(target_os = "solana")]
+        let scale = (row as *const u32).read();
+        #[cfg(not(target_os = "solana"))]
+        let scale = u32::from_le_bytes(*(row as *const [u8; 4]));
+        let weights = core::slice::from_raw_parts(row.add(ROW_WEIGHTS_OFFSET), self.columns);
+        (scale, weights)
+    }
+}
+
 impl<'a> Model<'a> {
     /// `sections[i]` is section i's bytes or empty (not held); `sections[0]`, when given,
     /// must be `meta`'s bytes. Each held section's length must be the section table's.

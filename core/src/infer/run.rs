@@ -594,11 +594,15 @@ impl<'s> Run<'s> {
                 let table = meta.block_bytes(Block::Silu);
                 let input = Input::new(r.xb, xb_sum, scratch);
                 let mut sum = if first { 0 } else { hb_sum };
+                let checked = gate.holds(&rows) && up.holds(&rows);
                 for i in rows {
-                    let (scale, weights) = gate.row(i);
-                    let g = input.row_product(scale, weights);
-                    let (scale, weights) = up.row(i);
-                    let u = input.row_product(scale, weights);
+                    // SAFETY: row_unchecked only for rows of the range both matrices hold.
+                    let ((gs, gw), (us, uw)) = match checked {
+                        true => unsafe { (gate.row_unchecked(i), up.row_unchecked(i)) },
+                        false => (gate.row(i), up.row(i)),
+                    };
+                    let g = input.row_product(gs, gw);
+                    let u = input.row_product(us, uw);
                     let h = gated(table, g, u);
                     set(r.hb, i, h);
                     sum += h as i64;

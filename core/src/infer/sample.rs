@@ -46,12 +46,28 @@ pub fn next_random(state: &mut u64) -> u64 {
 
 /// The id of the highest logit, the lowest id among equals.
 pub fn argmax(logits: &[u8]) -> u32 {
-    // By chunks: no index and no bounds check per logit (on SBF a third of the units).
+    // Four logits per turn, their highest first compared with the best so far (on SBF about
+    // 6 units a logit, against 16 one by one: the greedy step of a 32,000-token vocabulary).
     let (mut best, mut best_value) = (0, i32::MIN);
-    for (i, v) in logits.chunks_exact(4).enumerate() {
+    let mut blocks = logits.chunks_exact(16);
+    for (b, block) in (&mut blocks).enumerate() {
+        let v = [
+            word(&block[0..4]),
+            word(&block[4..8]),
+            word(&block[8..12]),
+            word(&block[12..16]),
+        ];
+        let top = v[0].max(v[1]).max(v[2].max(v[3]));
+        if top > best_value {
+            best_value = top;
+            best = 4 * b + v.iter().position(|&x| x == top).unwrap_or(0);
+        }
+    }
+    let whole = 4 * (logits.len() / 16);
+    for (i, v) in blocks.remainder().chunks_exact(4).enumerate() {
         let v = word(v);
         if v > best_value {
-            best = i;
+            best = whole + i;
             best_value = v;
         }
     }
@@ -128,4 +144,34 @@ pub fn sample(
         }
     }
     last as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The blocked argmax is the first index of the highest value, as a plain scan finds it:
+    /// ties inside and across blocks, every length from 1 to 40 logits, the extremes.
+    #[test]
+    fn argmax_is_the_lowest_id_of_the_highest_logit() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for n in 1..=40usize {
+            for round in 0..50 {
+                let values: Vec<i32> = (0..n)
+                    .map(|_| {
+                        let r = next_random(&mut seed);
+                        match round % 3 {
+                            0 => (r % 4) as i32 - 2,
+                            1 => [i32::MIN, i32::MAX, 0][(r % 3) as usize],
+                            _ => r as i32,
+                        }
+                    })
+                    .collect();
+                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let top = *values.iter().max().unwrap();
+                let first = values.iter().position(|&v| v == top).unwrap();
+                assert_eq!(argmax(&bytes), first as u32, "{values:?}");
+            }
+        }
+    }
 }

@@ -92,9 +92,9 @@ pub fn step_cost(stage: Stage, c: &Config, pos: u32, temperature: u32) -> u64 {
 }
 
 /// One row product of `columns` columns: eight columns per turn of the loop at 4.6875 units a
-/// column, the columns past a multiple of eight at 8 more each, and 70 for the row itself.
+/// column, the columns past a multiple of eight at 8 more each, and 58 for the row itself.
 fn row(columns: u64) -> u64 {
-    75 * columns / 16 + 8 * (columns % 8) + 70
+    75 * columns / 16 + 8 * (columns % 8) + 58
 }
 
 /// One head's attention, per position: per value of the head (a score and a value term) and
@@ -104,7 +104,7 @@ const ATTENTION_PER_POSITION: u64 = 72;
 /// Sampling, per token of the vocabulary: with a temperature (and top-p), and greedy (the
 /// highest logit alone).
 const SAMPLE_PER_TOKEN: u64 = 130;
-const GREEDY_PER_TOKEN: u64 = 17;
+const GREEDY_PER_TOKEN: u64 = 10;
 
 /// The cost function of a run whose temperature is `temperature` (state byte 40): what the
 /// program passes to `Run::advance_by`, and what a client passes to simulate the steps.
