@@ -55,8 +55,9 @@ pub(super) fn process_seal(
     if chunk != model.seal_cursor() {
         return Err(CurtaError::UnexpectedChunk.into());
     }
-    let (section, chunk_in_section) =
-        crate::state::locate_chunk(model.sections(), chunk).ok_or(CurtaError::UnexpectedChunk)?;
+    let (section, chunk_in_section) = model
+        .locate_chunk(chunk)
+        .ok_or(CurtaError::UnexpectedChunk)?;
     if same_address(weight_info.key(), model_info.key()) {
         // The model's own data (borrowed above) holds no weight header.
         return Err(CurtaError::NotInitialized.into());
