@@ -203,14 +203,14 @@ impl Header {
 
 /// Header byte 68, round(2^24 / sqrt(head size)) in integers: n is the nearest integer to sqrt(2^48 / h)
 /// exactly when (2n - 1)^2 <= 2^50 / h < (2n + 1)^2, and no tie can occur for these h.
-pub fn inv_sqrt_head_size(head_size: u32) -> u32 {
+pub const fn inv_sqrt_head_size(head_size: u32) -> u32 {
     isqrt_below_2_52((1u64 << 50) / head_size as u64).div_ceil(2) as u32
 }
 
 /// floor(sqrt(n)) for n < 2^52 by bisection. Its products stay below 2^52, so it needs no
 /// overflow-checked 64-bit multiply: `u64::isqrt` does, and that becomes a 128-bit multiply
 /// (`__multi3`) that the SBF route's LLVM 19 BPF backend cannot call.
-fn isqrt_below_2_52(n: u64) -> u64 {
+const fn isqrt_below_2_52(n: u64) -> u64 {
     // Invariant: lo^2 <= n < hi^2.
     let (mut lo, mut hi) = (0u64, 1u64 << 26);
     while hi - lo > 1 {

@@ -132,19 +132,24 @@ impl<'a> InstructionData<'a> {
                 Some(InstructionData::InitWeightAccount { section: rest[0] })
             }
             2 => {
-                let (head, bytes) = rest.split_at_checked(8)?;
-                (bytes.len() as u64 == u32_at(head, 4) as u64).then_some(())?;
+                let bytes = rest.get(8..)?;
+                // offset at data byte 1, n at byte 5 (past `word(data, 0)`'s last byte, 7).
+                let w0 = word(data, 0);
+                let n = (w0 >> 40) as u32 | (data[8] as u32) << 24;
+                (bytes.len() as u64 == n as u64).then_some(())?;
                 Some(InstructionData::Write {
-                    offset: u32_at(head, 0),
+                    offset: (w0 >> 8) as u32,
                     bytes,
                 })
             }
             3 => {
                 exact(16)?;
+                // pass at data byte 1, chunk at 5, creation at 9 (to byte 16).
+                let (w0, w1) = (word(data, 0), word(data, 1));
                 Some(InstructionData::Seal {
-                    pass: u32_at(rest, 0),
-                    chunk: u32_at(rest, 4),
-                    creation: curta_core::le::u64_at(rest, 8),
+                    pass: (w0 >> 8) as u32,
+                    chunk: (w0 >> 40 | w1 << 24) as u32,
+                    creation: w1 >> 8 | (data[16] as u64) << 56,
                 })
             }
             4 => exact(0).map(|_| InstructionData::Reopen),
@@ -176,6 +181,27 @@ impl<'a> InstructionData<'a> {
             8 => exact(0).map(|_| InstructionData::CloseRun),
             _ => None,
         }
+    }
+}
+
+/// The little-endian u64 at data byte 8 × `i` (the caller checked that the data holds it).
+///
+/// The runtime places instruction data at an 8-byte aligned address (right after its u64
+/// length), but its fields follow the one-byte tag, at odd offsets: LLVM's BPF backend reads
+/// such a field as a byte load and a shift per byte. Read as aligned words and shifted into
+/// place, Seal's three fields take three loads instead of sixteen (data at any other alignment,
+/// off chain, is read byte-wise). The aligned load is volatile: a plain one LLVM merges with
+/// the byte-wise branch into one unaligned load, which is byte loads again.
+#[inline(always)]
+fn word(data: &[u8], i: usize) -> u64 {
+    let bytes: &[u8; 8] = data[8 * i..8 * i + 8]
+        .try_into()
+        .expect("eight bytes the caller checked");
+    if bytes.as_ptr() as usize & 7 == 0 {
+        // SAFETY: 8 readable bytes at an 8-byte aligned address.
+        u64::from_le(unsafe { (bytes.as_ptr() as *const u64).read_volatile() })
+    } else {
+        u64::from_le_bytes(*bytes)
     }
 }
 

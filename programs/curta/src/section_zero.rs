@@ -4,8 +4,9 @@
 //! reserved bytes zero, the section table tiling from 0 with exactly the declared lengths, the
 //! blocks in order inside section zero, every matrix descriptor of its configuration's shape,
 //! section and row length, aligned and inside its section, the inverse square root of the head
-//! size), but in one pass over words at their aligned addresses and with no formatting: a
-//! refusal is a static reason and up to four numbers, logged with `sol_log` and `sol_log_64`.
+//! size), but in one pass over words at their aligned addresses (the reserved words compared
+//! with one `sol_memcmp_` per range) and with no formatting: a refusal is a static reason and
+//! up to four numbers, logged with `sol_log` and `sol_log_64`.
 //!
 //! The account data the runtime gives a program is 8-byte aligned, and section zero starts
 //! 2,048 bytes into it, so every u32 and u64 field of the header sits at its natural alignment;
@@ -15,8 +16,8 @@ use crate::error::CurtaError;
 use curta_core::header::{descriptor, field};
 use curta_core::{
     inv_sqrt_head_size, row_length, Block, Config, FormatError, MatrixKind, ALIGNMENT,
-    DESCRIPTOR_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, MAX_SECTIONS, SECTION_ENTRY_LEN,
-    SECTION_TABLE_OFFSET, TAG,
+    DESCRIPTOR_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, MAX_SECTIONS, MAX_SECTION_LEN,
+    SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
 };
 
 /// Why section zero was refused: the program error, a static reason and the numbers it names.
@@ -60,21 +61,47 @@ impl Words {
         u64::from_le(unsafe { (self.0.add(at) as *const u64).read() })
     }
 
-    /// The first word from `start` to `end` (multiples of 8, within the header) that is not
-    /// zero. The words are OR-ed together first, with no branch per word; only a header that
-    /// fails is searched.
+    /// The first word from `start` to `end` (multiples of 8, `start < end`, within the header)
+    /// that is not zero. The range is zero when its first word is and every word equals the
+    /// next: one comparison of the range with itself a word later, a `sol_memcmp_` of about
+    /// 10 CU on chain instead of a load per word. Only a header that fails is searched.
     #[inline(always)]
     fn zero(&self, start: usize, end: usize) -> Option<usize> {
-        let mut any = 0;
-        let mut at = start;
-        while at < end {
-            any |= self.u64(at);
-            at += 8;
-        }
-        if any == 0 {
+        // SAFETY: `start < end <= HEADER_LEN` at every call: bytes of the header.
+        let range = unsafe { core::slice::from_raw_parts(self.0.add(start), end - start) };
+        if self.u64(start) == 0 && same_bytes(&range[..range.len() - 8], &range[8..]) {
             return None;
         }
         (start..end).step_by(8).find(|&at| self.u64(at) != 0)
+    }
+
+    /// The first `count` matrix descriptors, each as its three words: (section, columns),
+    /// (rows, row bytes) and the offset (little-endian, as the target is).
+    #[inline(always)]
+    fn descriptors(&self, count: usize) -> &[[u64; 3]] {
+        // SAFETY: `MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * count <= HEADER_LEN` (at most 114
+        // descriptors), 8-byte aligned.
+        unsafe {
+            core::slice::from_raw_parts(self.0.add(MATRIX_TABLE_OFFSET) as *const [u64; 3], count)
+        }
+    }
+}
+
+/// Whether two byte strings of the same length are equal: on chain the `sol_memcmp_` syscall.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    #[cfg(target_os = "solana")]
+    {
+        let mut result = 0i32;
+        // SAFETY: the syscall reads `a.len()` bytes of each (b is as long) and writes `result`.
+        unsafe {
+            pinocchio::syscalls::sol_memcmp_(a.as_ptr(), b.as_ptr(), a.len() as u64, &mut result)
+        };
+        result == 0
+    }
+    #[cfg(not(target_os = "solana"))]
+    {
+        a == b
     }
 }
 
@@ -112,33 +139,108 @@ const _: () = assert!(
         && DESCRIPTOR_LEN & 7 == 0
 );
 
+/// A matrix shape's expected descriptor words, the section (the low half of the first) left
+/// zero, and its size in bytes.
+#[derive(Clone, Copy)]
+struct Shape {
+    columns: u64,
+    rows: u64,
+    size: u64,
+}
+
+/// `inv_sqrt_head_size(h)` for every head size a valid configuration has (even, 2 to 64) at
+/// index h / 2 - 1: computed at compile time rather than by 26 bisection steps on chain.
+const INV_SQRT_HEAD_SIZE: [u32; 32] = {
+    let mut table = [0; 32];
+    let mut i = 0;
+    while i < 32 {
+        table[i] = inv_sqrt_head_size(2 * (i as u32 + 1));
+        i += 1;
+    }
+    table
+};
+
 /// Two u32 as the little-endian u64 they make: `low` first.
 #[inline(always)]
 fn pair(low: u32, high: u32) -> u64 {
     low as u64 | (high as u64) << 32
 }
 
-/// The refusal of the descriptor at header byte `at`, whose first four fields differ from
-/// `expected` (section, columns, rows, row bytes): the first differing field, named (only a
+/// Whether a descriptor (its three words) is of matrix `shape` in `section`, its offset
+/// aligned and the matrix inside the section.
+#[inline(always)]
+fn fits(descriptor: &[u64; 3], shape: &Shape, section: usize, section_length: u64) -> bool {
+    let [first, second, start] = descriptor.map(u64::from_le);
+    // One mask tests the alignment and start < 2^31 (a section is shorter: a larger start is
+    // out of it either way), so start + size cannot overflow: the same test as
+    // start.saturating_add(size) > section_length.
+    first == shape.columns | section as u64
+        && second == shape.rows
+        && start & OFFSET_MASK == 0
+        && start + shape.size <= section_length
+}
+
+/// The bits of a matrix offset that must be zero: below the alignment, and 31 and up.
+const OFFSET_MASK: u64 = !((1 << 31) - 1) | (ALIGNMENT as u64 - 1);
+const _: () = assert!(MAX_SECTION_LEN < 1 << 31 && OFFSET_MASK as i32 as u64 == OFFSET_MASK);
+
+/// Whether every descriptor fits its shape ([`fits`]), checked one after the other with no
+/// counter: `shapes` is one of two arrays, of 2 and of 7.
+#[inline(always)]
+fn all_fit(descriptors: &[[u64; 3]], shapes: &[Shape], section: usize, length: u64) -> bool {
+    let fit = |d, shape| fits(d, shape, section, length);
+    match (descriptors, shapes) {
+        ([a, b], [s, t]) => fit(a, s) && fit(b, t),
+        ([a, b, c, d, e, f, g], [s, t, u, v, w, x, y]) => {
+            fit(a, s) && fit(b, t) && fit(c, u) && fit(d, v) && fit(e, w) && fit(f, x) && fit(g, y)
+        }
+        _ => unreachable!("the shapes of the vocabulary and of a layer"),
+    }
+}
+
+/// The refusal of descriptor `index`, of matrix `shape` in `section`: the first of its four
+/// fields that differs, named, or else its offset, misaligned or out of the section (only a
 /// refused header gets here).
 #[inline(always)]
-fn descriptor_refusal(h: &Words, at: usize, expected: [u32; 4]) -> Refusal {
+fn descriptor_refusal(
+    h: &Words,
+    index: usize,
+    section: usize,
+    shape: &Shape,
+    section_length: u64,
+) -> Refusal {
+    let at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * index;
+    let expected = [
+        section as u32,
+        (shape.columns >> 32) as u32,
+        shape.rows as u32,
+        (shape.rows >> 32) as u32,
+    ];
     let fields = [
         descriptor::SECTION,
         descriptor::COLUMNS,
         descriptor::ROWS,
         descriptor::ROW_BYTES,
     ];
-    let k = (0..4)
-        .find(|&k| h.u32(at + fields[k]) != expected[k])
-        .unwrap_or(0);
+    if let Some(k) = (0..4).find(|&k| h.u32(at + fields[k]) != expected[k]) {
+        return invalid(
+            "section zero: matrix descriptor differs (index, header byte, found, expected)",
+            [
+                index as u64,
+                (at + fields[k]) as u64,
+                h.u32(at + fields[k]) as u64,
+                expected[k] as u64,
+            ],
+        );
+    }
+    let start = h.u64(at + descriptor::OFFSET);
     invalid(
-        "section zero: matrix descriptor differs (index, header byte, found, expected)",
+        "section zero: matrix misaligned or out of its section (index, offset, end, length)",
         [
-            ((at - MATRIX_TABLE_OFFSET) / DESCRIPTOR_LEN) as u64,
-            (at + fields[k]) as u64,
-            h.u32(at + fields[k]) as u64,
-            expected[k] as u64,
+            index as u64,
+            start,
+            start.saturating_add(shape.size),
+            section_length,
         ],
     )
 }
@@ -146,6 +248,31 @@ fn descriptor_refusal(h: &Words, at: usize, expected: [u32; 4]) -> Refusal {
 /// Checks section zero against the declared section lengths and returns its configuration.
 #[inline(always)]
 pub fn check(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
+    let mut job = Job {
+        bytes,
+        declared,
+        result: Err(invalid("", [0; 4])),
+    };
+    run(&mut job);
+    job.result
+}
+
+/// [`check`]'s arguments and result, in memory: the check runs in a frame of its own (its
+/// registers are not spilled around the caller's), with one argument (LLVM's BPF backend
+/// passes at most five in registers and returns none of this size).
+struct Job<'a> {
+    bytes: &'a [u8],
+    declared: &'a [u32],
+    result: Result<Config, Refusal>,
+}
+
+#[inline(never)]
+fn run(job: &mut Job) {
+    job.result = check_in_place(job.bytes, job.declared);
+}
+
+#[inline(always)]
+fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
     if bytes.len() < HEADER_LEN {
         return Err(invalid(
             "section zero: shorter than its header (length)",
@@ -247,63 +374,51 @@ pub fn check(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
         min = start + length;
     }
 
-    // The matrix descriptors: the vocabulary's two, then each layer's seven, in one loop over
-    // (section, shape) pairs with no division. A descriptor is three aligned words: (section,
-    // columns), (rows, row bytes) and the offset; the first two are compared whole with the
-    // expected words, built once per shape, and the matrix's size is the shape's.
+    // The matrix descriptors: the vocabulary's two, then each layer's seven. A descriptor is
+    // three aligned words: (section, columns), (rows, row bytes) and the offset; the first two
+    // are compared whole with the expected words, built once per shape (the section added per
+    // group), and the matrix's size is the shape's.
     let shape = |kind: MatrixKind| {
         let (rows, columns) = kind.shape(&c);
         let row_bytes = row_length(columns);
-        (
-            columns,
-            pair(rows, row_bytes),
-            rows as u64 * row_bytes as u64,
-        )
-    };
-    let vocabulary = shape(MatrixKind::TokenEmbedding);
-    let layer = MatrixKind::LAYER.map(shape);
-    let mut at = MATRIX_TABLE_OFFSET;
-    for group in 0..=c.layers as usize {
-        let (shapes, section): (&[(u32, u64, u64)], usize) = if group == 0 {
-            (&[vocabulary, vocabulary], 1)
-        } else {
-            (&layer, if multi { 1 + group } else { 1 })
-        };
-        let section_length = declared[section] as u64;
-        for &(columns, rows_word, size) in shapes {
-            let first = h.u64(at + descriptor::SECTION);
-            let second = h.u64(at + descriptor::ROWS);
-            if first != pair(section as u32, columns) || second != rows_word {
-                return Err(descriptor_refusal(
-                    &h,
-                    at,
-                    [
-                        section as u32,
-                        columns,
-                        rows_word as u32,
-                        (rows_word >> 32) as u32,
-                    ],
-                ));
-            }
-            let start = h.u64(at + descriptor::OFFSET);
-            let end = start.saturating_add(size);
-            if start & (ALIGNMENT as u64 - 1) != 0 || end > section_length {
-                return Err(invalid(
-                    "section zero: matrix misaligned or out of its section (index, offset, end, length)",
-                    [
-                        ((at - MATRIX_TABLE_OFFSET) / DESCRIPTOR_LEN) as u64,
-                        start,
-                        end,
-                        section_length,
-                    ],
-                ));
-            }
-            at += DESCRIPTOR_LEN;
+        Shape {
+            columns: pair(0, columns),
+            rows: pair(rows, row_bytes),
+            size: rows as u64 * row_bytes as u64,
         }
+    };
+    let vocabulary = [shape(MatrixKind::TokenEmbedding); 2];
+    let layer = MatrixKind::LAYER.map(shape);
+    let table = h.descriptors(matrices);
+    // Each group's checks are written out (`all_fit`, not a loop with a counter) against a
+    // shape array at a fixed place: a few loads and branches per descriptor, nothing spilled.
+    // Only a refused group is searched for its first refused descriptor.
+    let refusal = |descriptors: &[[u64; 3]], shapes: &[Shape], section: usize| {
+        let section_length = declared[section] as u64;
+        let k = descriptors
+            .iter()
+            .zip(shapes)
+            .position(|(d, shape)| !fits(d, shape, section, section_length))
+            .unwrap_or(0);
+        let index = (descriptors.as_ptr() as usize - table.as_ptr() as usize) / DESCRIPTOR_LEN + k;
+        descriptor_refusal(&h, index, section, &shapes[k], section_length)
+    };
+    let (first, mut rest) = table.split_at(2);
+    if !all_fit(first, &vocabulary, 1, declared[1] as u64) {
+        return Err(refusal(first, &vocabulary, 1));
+    }
+    for group in 1..=c.layers as usize {
+        let section = if multi { 1 + group } else { 1 };
+        let (descriptors, more) = rest.split_at(7);
+        if !all_fit(descriptors, &layer, section, declared[section] as u64) {
+            return Err(refusal(descriptors, &layer, section));
+        }
+        rest = more;
     }
 
     let found = h.u32(field::INV_SQRT_HEAD_SIZE);
-    let expected = inv_sqrt_head_size(c.head_size());
+    // The configuration is valid: the head size is even, 2 to 64.
+    let expected = INV_SQRT_HEAD_SIZE[(c.head_size() / 2 - 1) as usize];
     if found != expected {
         return Err(invalid(
             "section zero: header byte 68 differs (found, expected)",

@@ -113,8 +113,14 @@ impl ModelState {
 
     /// The state rule of every instruction: the model must be in one of `allowed`; a Sealed
     /// model is `ModelSealed` (it never changes again), any other state `WrongState`.
+    #[inline(always)]
     pub fn require(self, allowed: &[ModelState]) -> Result<(), CurtaError> {
-        if allowed.contains(&self) {
+        // A fold over the (constant) states, not `contains`: LLVM unrolls it into compares
+        // instead of a loop over the list in read-only data.
+        if allowed
+            .iter()
+            .fold(false, |found, &state| found | (state == self))
+        {
             Ok(())
         } else if self == ModelState::Sealed {
             Err(CurtaError::ModelSealed)
@@ -131,8 +137,14 @@ impl ModelState {
 pub fn same_address(a: &Address, b: &Address) -> bool {
     let (pa, pb) = (a.as_ptr() as *const u64, b.as_ptr() as *const u64);
     if (pa as usize | pb as usize) & 7 == 0 {
-        // SAFETY: both point to 32 readable bytes, 8-byte aligned.
-        unsafe { (0..4).all(|i| pa.add(i).read() == pb.add(i).read()) }
+        // SAFETY: both point to 32 readable bytes, 8-byte aligned. Written out: as a loop
+        // over the four words (opt-level "s" does not unroll it) it costs three times as much.
+        unsafe {
+            pa.read() == pb.read()
+                && pa.add(1).read() == pb.add(1).read()
+                && pa.add(2).read() == pb.add(2).read()
+                && pa.add(3).read() == pb.add(3).read()
+        }
     } else {
         a == b
     }
@@ -168,6 +180,19 @@ fn word32(data: &[u8], at: usize) -> u32 {
     }
     #[cfg(not(target_os = "solana"))]
     u32_at(bytes, 0)
+}
+
+/// The little-endian u16 at `at` (a multiple of 2), as `word32`.
+#[inline(always)]
+fn word16(data: &[u8], at: usize) -> u16 {
+    let bytes = &data[at..at + 2];
+    #[cfg(target_os = "solana")]
+    {
+        // SAFETY: 2 readable bytes; 2-byte aligned, as `word32` says.
+        u16::from_le(unsafe { (bytes.as_ptr() as *const u16).read() })
+    }
+    #[cfg(not(target_os = "solana"))]
+    curta_core::le::u16_at(bytes, 0)
 }
 
 /// The little-endian u64 at `at` (a multiple of 8), as `word32`.
@@ -227,6 +252,29 @@ pub fn locate_chunk(sections: impl IntoIterator<Item = u32>, cursor: u32) -> Opt
     None
 }
 
+/// [`ModelAccount::locate_chunk`] in a function of its own, the result as one register:
+/// `section | chunk_in_section << 32`, or `u64::MAX`. Inlined into Seal, LLVM strength-reduced
+/// the later uses of the section into extra loop variables, spilled on every iteration.
+#[inline(never)]
+fn locate_in(data: &[u8; MODEL_LEN], cursor: u32) -> u64 {
+    let count = (data[model_field::SECTION_COUNT] as usize).min(MAX_SECTIONS);
+    // In u64, with no truncation to 32 bits per step (SBF's ALU is 64-bit), and the chunk
+    // count as (length + 65,535) >> 16: `chunk_count` (div_ceil) without its remainder test.
+    const SHIFT: u32 = curta_core::CHUNK_LEN.trailing_zeros();
+    const _: () = assert!(curta_core::CHUNK_LEN == 1 << SHIFT);
+    let cursor = cursor as u64;
+    let mut first = 0u64;
+    for section in 0..count {
+        let length = word32(data, model_field::SECTION_LENGTHS + 4 * section) as u64;
+        let chunks = (length + (1 << SHIFT) - 1) >> SHIFT;
+        if cursor < first + chunks {
+            return section as u64 | (cursor - first) << 32;
+        }
+        first += chunks;
+    }
+    u64::MAX
+}
+
 /// A model account's data, checked once and then read and written in place.
 pub struct ModelAccount<'a> {
     /// Exactly MODEL_LEN bytes: every fixed offset is in bounds without a check.
@@ -282,7 +330,24 @@ impl<'a> ModelAccount<'a> {
     }
 
     pub fn section_count(&self) -> usize {
-        self.data[model_field::SECTION_COUNT] as usize
+        // At most MAX_SECTIONS (`check_model`): the bound lets every per-section offset go
+        // without a bounds check.
+        (self.data[model_field::SECTION_COUNT] as usize).min(MAX_SECTIONS)
+    }
+
+    /// The section of chunk `cursor` of the whole artifact, its declared length and the
+    /// chunk's index within it ([`locate_chunk`] over the declared lengths, read in place).
+    #[inline(always)]
+    pub fn locate_chunk(&self, cursor: u32) -> Option<(usize, u32, u32)> {
+        match locate_in(self.data, cursor) {
+            u64::MAX => None,
+            found => {
+                // Below the section count (at most 18): `min` changes nothing and lets the
+                // section's fields be read without a bounds check.
+                let section = (found as u32 as usize).min(MAX_SECTIONS - 1);
+                Some((section, self.section_length(section), (found >> 32) as u32))
+            }
+        }
     }
 
     pub fn seal_pass(&self) -> u32 {
@@ -409,7 +474,7 @@ impl<'a> WeightFields<'a> {
         }
         Ok(WeightFields {
             frozen: data[f::FROZEN] == 1,
-            section: curta_core::le::u16_at(data, f::SECTION),
+            section: word16(data, f::SECTION),
             length,
             model: array_at(data, f::MODEL),
             authority: array_at(data, f::AUTHORITY),

@@ -27,7 +27,7 @@ use pinocchio::pubkey::Pubkey;
 use pinocchio::ProgramResult;
 
 use crate::instruction::InstructionData;
-use shared::{from_code, Aligned};
+use shared::{aligned_copy, from_code};
 
 #[inline(always)]
 pub fn process_instruction(
@@ -37,7 +37,8 @@ pub fn process_instruction(
 ) -> ProgramResult {
     // The runtime places the program id after the instruction data, at any alignment: an
     // aligned copy makes every owner check a word-wise `same_address`.
-    let program_id = &Aligned(*program_id).0;
+    let mut place = core::mem::MaybeUninit::uninit();
+    let program_id = aligned_copy(program_id, &mut place);
     match InstructionData::parse(data).ok_or(ProgramError::InvalidInstructionData)? {
         InstructionData::CreateModel {
             weights_hash,

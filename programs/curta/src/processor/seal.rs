@@ -55,10 +55,13 @@ pub(super) fn process_seal(
     if chunk != model.seal_cursor() {
         return Err(CurtaError::UnexpectedChunk.into());
     }
-    let (section, chunk_in_section) =
-        crate::state::locate_chunk(model.sections(), chunk).ok_or(CurtaError::UnexpectedChunk)?;
-    if same_address(weight_info.key(), model_info.key()) {
-        // The model's own data (borrowed above) holds no weight header.
+    let (section, declared_length, chunk_in_section) = model
+        .locate_chunk(chunk)
+        .ok_or(CurtaError::UnexpectedChunk)?;
+    // The model's own data (borrowed above) holds no weight header. The runtime serializes an
+    // account once and a repeated one is the same entry: the same key means the same key's
+    // address, compared instead of the 32 bytes.
+    if core::ptr::eq(weight_info.key(), model_info.key()) {
         return Err(CurtaError::NotInitialized.into());
     }
     let mut data = owned_data(weight_info, program_id)?;
@@ -66,7 +69,7 @@ pub(super) fn process_seal(
     header.belongs_to(
         model_info.key(),
         section,
-        model.section_length(section),
+        declared_length,
         model.weight_account(section),
         weight_info.key(),
     )?;
