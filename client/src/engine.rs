@@ -56,7 +56,8 @@ pub fn fixed_limit(kind: Kind) -> u32 {
 }
 
 /// The least limit of a Seal after the first: a full 65,536-byte chunk, measured 33,293 in the
-/// VM (scripts/bench-cu), with a margin of 1.2x (whichever chunk was simulated, any later one may be full).
+/// VM (scripts/bench-cu), with a margin of 1.2x (whichever chunk was simulated, any later one
+/// may be full).
 pub const SEAL_CHUNK_LIMIT: u32 = 41_000;
 
 /// The limit for `units` measured by simulation: 1.2 x units + 1,000, seals at least
