@@ -162,21 +162,14 @@ impl Drop for Validator {
 /// `client <args> --url <validator> --keypair <file> --commitment confirmed --output json`.
 fn client_args(args: &[&str], validator: &Validator, keypair: &Path) -> Vec<String> {
     let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    all.extend(
-        [
-            "--url",
-            &validator.url(),
-            "--keypair",
-            &keypair.display().to_string(),
-            "--program-id",
-            &validator.program_id.to_string(),
-            "--commitment",
-            "confirmed",
-            "--output",
-            "json",
-        ]
-        .map(String::from),
-    );
+    let url = validator.url();
+    let keypair = keypair.display().to_string();
+    all.extend(["--url", &url, "--keypair", &keypair].map(String::from));
+    // verify-program names the program it checks as its argument, not with --program-id.
+    if args.first() != Some(&"verify-program") {
+        all.extend(["--program-id".to_string(), validator.program_id.to_string()]);
+    }
+    all.extend(["--commitment", "confirmed", "--output", "json"].map(String::from));
     all
 }
 
