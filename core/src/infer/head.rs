@@ -165,6 +165,7 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
 mod tests {
     use super::*;
     use crate::infer::forward::attention_head_any;
+    use crate::infer::next_random;
 
     /// The program's head and the portable head give the same bytes (outputs and the att
     /// scratch) and sum: seeded random
@@ -174,12 +175,7 @@ mod tests {
     #[test]
     fn the_programs_head_is_the_portable_head() {
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = move || next_random(&mut seed);
         let exp: Vec<u8> = (0..=TABLE_LAST as u64)
             .flat_map(|i| ((u32::MAX as u64 >> (i / 128)) as u32).to_le_bytes())
             .collect();
