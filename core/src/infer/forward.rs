@@ -190,8 +190,8 @@ fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
 #[inline(always)]
 fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
     use core::arch::wasm32::{
-        i32x4_add, i32x4_dot_i16x8, i32x4_extract_lane, i32x4_splat, u16x8_load_extend_u8x8, v128,
-        v128_load,
+        i32x4_add, i32x4_dot_i16x8, i32x4_extract_lane, i32x4_splat, u16x8_extend_high_u8x16,
+        u16x8_extend_low_u8x16, u16x8_load_extend_u8x8, v128, v128_load,
     };
     let n = weights.len();
     let (hi, lo) = (&hi[..n], &lo[..n]);
@@ -199,6 +199,26 @@ fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
     let mut acc_lo = i32x4_splat(0);
     let whole = n / 8 * 8;
     let mut i = 0;
+    let (mut acc_hi2, mut acc_lo2) = (i32x4_splat(0), i32x4_splat(0));
+    while i + 16 <= n {
+        // SAFETY: i + 16 <= n, the length of all three slices; loads may be unaligned.
+        unsafe {
+            let w = v128_load(weights.as_ptr().add(i) as *const v128);
+            let w0 = u16x8_extend_low_u8x16(w);
+            let w1 = u16x8_extend_high_u8x16(w);
+            let h0 = v128_load(hi.as_ptr().add(i) as *const v128);
+            let l0 = v128_load(lo.as_ptr().add(i) as *const v128);
+            let h1 = v128_load(hi.as_ptr().add(i + 8) as *const v128);
+            let l1 = v128_load(lo.as_ptr().add(i + 8) as *const v128);
+            acc_hi = i32x4_add(acc_hi, i32x4_dot_i16x8(w0, h0));
+            acc_lo = i32x4_add(acc_lo, i32x4_dot_i16x8(w0, l0));
+            acc_hi2 = i32x4_add(acc_hi2, i32x4_dot_i16x8(w1, h1));
+            acc_lo2 = i32x4_add(acc_lo2, i32x4_dot_i16x8(w1, l1));
+        }
+        i += 16;
+    }
+    acc_hi = i32x4_add(acc_hi, acc_hi2);
+    acc_lo = i32x4_add(acc_lo, acc_lo2);
     while i < whole {
         // SAFETY: i + 8 <= n, the length of all three slices; loads may be unaligned.
         unsafe {
@@ -225,11 +245,68 @@ fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
     (sum_hi, sum_lo)
 }
 
-/// [`halves_dot`] compiled for AVX2 (16 columns per multiply-add).
+/// [`halves_dot`] with AVX2: sixteen columns per `vpmaddwd` (the bytes widened to i16, at most
+/// 255), then eight with SSE4.1, then one at a time; each [`BLOCK`]'s two 32-bit sums in another
+/// order than the portable loop's (addition mod 2^32 is associative), so the same integer. Left
+/// to the compiler, the loop over the 32 columns after a 256-column block (stories15M's 288) ran
+/// one column at a time and took more than half of the time.
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 #[target_feature(enable = "avx2")]
 unsafe fn halves_dot_avx2(weights: &[u8], hi: &[i16], lo: &[i16]) -> i64 {
-    halves_dot(weights, hi, lo)
+    use core::arch::x86_64::{
+        __m128i, __m256i, _mm256_add_epi32, _mm256_castsi256_si128, _mm256_cvtepu8_epi16,
+        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_setzero_si256,
+        _mm_add_epi32, _mm_cvtepu8_epi16, _mm_cvtsi128_si32, _mm_extract_epi32, _mm_hadd_epi32,
+        _mm_loadl_epi64, _mm_loadu_si128, _mm_madd_epi16,
+    };
+    let n = weights.len();
+    let (hi, lo) = (&hi[..n], &lo[..n]);
+    let (w, h, l) = (weights.as_ptr(), hi.as_ptr(), lo.as_ptr());
+    let mut total = 0i64;
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + BLOCK);
+        let mut i = start;
+        // SAFETY (every load below): i + 16 (or i + 8) <= end <= n, the length of all three
+        // slices; the loads are unaligned ones.
+        let (mut acc_hi, mut acc_lo) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        while i + 16 <= end {
+            let b = _mm256_cvtepu8_epi16(_mm_loadu_si128(w.add(i) as *const __m128i));
+            let vh = _mm256_loadu_si256(h.add(i) as *const __m256i);
+            let vl = _mm256_loadu_si256(l.add(i) as *const __m256i);
+            acc_hi = _mm256_add_epi32(acc_hi, _mm256_madd_epi16(b, vh));
+            acc_lo = _mm256_add_epi32(acc_lo, _mm256_madd_epi16(b, vl));
+            i += 16;
+        }
+        let mut half_hi = _mm_add_epi32(
+            _mm256_castsi256_si128(acc_hi),
+            _mm256_extracti128_si256::<1>(acc_hi),
+        );
+        let mut half_lo = _mm_add_epi32(
+            _mm256_castsi256_si128(acc_lo),
+            _mm256_extracti128_si256::<1>(acc_lo),
+        );
+        if i + 8 <= end {
+            let b = _mm_cvtepu8_epi16(_mm_loadl_epi64(w.add(i) as *const __m128i));
+            let vh = _mm_loadu_si128(h.add(i) as *const __m128i);
+            let vl = _mm_loadu_si128(l.add(i) as *const __m128i);
+            half_hi = _mm_add_epi32(half_hi, _mm_madd_epi16(b, vh));
+            half_lo = _mm_add_epi32(half_lo, _mm_madd_epi16(b, vl));
+            i += 8;
+        }
+        // Pairs of hi's and lo's lanes, then their sums: lane 0 is hi's, lane 1 lo's.
+        let pairs = _mm_hadd_epi32(half_hi, half_lo);
+        let sums = _mm_hadd_epi32(pairs, pairs);
+        let mut sum_hi = _mm_cvtsi128_si32(sums);
+        let mut sum_lo = _mm_extract_epi32::<1>(sums);
+        for j in i..end {
+            sum_hi = sum_hi.wrapping_add(weights[j] as i32 * hi[j] as i32);
+            sum_lo = sum_lo.wrapping_add(weights[j] as i32 * lo[j] as i32);
+        }
+        total += ((sum_hi as i64) << 16) + sum_lo as i64;
+        start = end;
+    }
+    total
 }
 
 /// Σ stored × x the plain way, for the tests of [`Input`]'s halves.
@@ -351,16 +428,17 @@ pub fn attention_head(
         };
     }
     #[cfg(not(target_os = "solana"))]
-    attention_head_any(
+    attention_head_any::<false>(
         inv_sqrt, exp, q, keys, values, kv_dim, kv_offset, pos, att, out,
     )
 }
 
-/// [`attention_head`] compiled for AVX2.
+/// [`attention_head`] with AVX2: the loops compiled for it, the dot and the weighted sum in
+/// 64-bit lanes (`vpmuldq`).
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attention_head_avx2(
+pub(super) unsafe fn attention_head_avx2(
     inv_sqrt: u32,
     exp: &[u8],
     q: &[u8],
@@ -372,15 +450,17 @@ unsafe fn attention_head_avx2(
     att: &mut [u8],
     out: &mut [u8],
 ) -> i64 {
-    attention_head_any(
+    attention_head_any::<true>(
         inv_sqrt, exp, q, keys, values, kv_dim, kv_offset, pos, att, out,
     )
 }
 
+/// One head's attention, portable. `AVX2` (true only inlined into [`attention_head_avx2`])
+/// takes the AVX2 forms of the dot and the weighted sum.
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(target_os = "solana", allow(dead_code))]
 #[inline(always)]
-pub(super) fn attention_head_any(
+pub(super) fn attention_head_any<const AVX2: bool>(
     inv_sqrt: u32,
     exp: &[u8],
     q: &[u8],
@@ -409,7 +489,7 @@ pub(super) fn attention_head_any(
         .take(positions)
         .zip(att.chunks_exact_mut(4))
     {
-        let dot = head_dot(query, q, &k[head.clone()]);
+        let dot = head_dot_in::<AVX2>(query, q, &k[head.clone()]);
         let score = saturate(mul_q24(shift_round(dot, 16), inv_sqrt));
         set(a, 0, score);
         max = max.max(score);
@@ -425,16 +505,26 @@ pub(super) fn attention_head_any(
     }
     let reciprocal = (1u64 << 62) / total;
     // Σ_t weight × value, rounded from 30 fractional bits. Every partial sum is bounded by
-    // Σ weights ≤ 2^30 times |value| ≤ 2^27.
+    // Σ weights ≤ 2^30 times |value| ≤ 2^27. The positions go in chunks: a chunk's weights are
+    // computed once, then summed against its cached values (exact i64 sums: any order).
     let mut acc = [0i64; 64];
-    for (v, a) in values
-        .chunks_exact(row_len)
-        .take(positions)
-        .zip(att.chunks_exact(4))
-    {
-        let e = get_u32(a, 0) as u64;
-        let w = ((e * reciprocal) >> 32) as i64;
-        accumulate(&mut acc[..head_size], w, &v[head.clone()]);
+    let mut weights = [0u32; WEIGHTS_CHUNK];
+    let mut start = 0;
+    while start < positions {
+        let n = WEIGHTS_CHUNK.min(positions - start);
+        let exps = att[4 * start..4 * (start + n)].chunks_exact(4);
+        for (w, e) in weights[..n].iter_mut().zip(exps) {
+            *w = ((get_u32(e, 0) as u64 * reciprocal) >> 32) as u32;
+        }
+        let rows = &values[start * row_len..(start + n) * row_len];
+        accumulate_in::<AVX2>(
+            &mut acc[..head_size],
+            &weights[..n],
+            rows,
+            row_len,
+            head.start,
+        );
+        start += n;
     }
     let mut sum = 0i64;
     for (j, &a) in acc[..head_size].iter().enumerate() {
@@ -443,6 +533,118 @@ pub(super) fn attention_head_any(
         sum += v as i64;
     }
     sum
+}
+
+/// [`head_dot`], or with `AVX2` (only where the CPU has it) [`head_dot_avx2`].
+#[cfg_attr(target_os = "solana", allow(dead_code))]
+#[inline(always)]
+fn head_dot_in<const AVX2: bool>(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if AVX2 {
+        // SAFETY: AVX2 is true only in attention_head_avx2, called where the CPU has AVX2.
+        return unsafe { head_dot_avx2(q, key) };
+    }
+    head_dot(query, q, key)
+}
+
+/// Positions whose attention weights [`attention_head_any`] computes at a time: their cached
+/// values (a head's slice of 64 rows) stay in the first-level cache while each group of outputs
+/// sums over them.
+const WEIGHTS_CHUNK: usize = 64;
+
+/// [`accumulate`], or with `AVX2` (only where the CPU has it) [`accumulate_avx2`].
+#[cfg_attr(target_os = "solana", allow(dead_code))]
+#[inline(always)]
+fn accumulate_in<const AVX2: bool>(
+    acc: &mut [i64],
+    weights: &[u32],
+    rows: &[u8],
+    row_len: usize,
+    offset: usize,
+) {
+    // Every row's slice [offset, offset + 4 × outputs) lies in `rows`: the loops below read
+    // them unchecked.
+    assert!(offset + 4 * acc.len() <= row_len && rows.len() >= weights.len() * row_len);
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if AVX2 {
+        // SAFETY: as in head_dot_in; the rows as asserted.
+        return unsafe { accumulate_avx2(acc, weights, rows, row_len, offset) };
+    }
+    accumulate(acc, weights, rows, row_len, offset)
+}
+
+/// [`head_dot`] with AVX2: four products per `vpmuldq` (each value's low 32 bits, signed, to a
+/// 64-bit product), exact in i64 like the portable loop, so the same integer in any order.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn head_dot_avx2(q: &[u8], key: &[u8]) -> i64 {
+    use core::arch::x86_64::{
+        __m128i, __m256i, _mm256_add_epi64, _mm256_cvtepi32_epi64, _mm256_mul_epi32,
+        _mm256_setzero_si256, _mm256_storeu_si256, _mm_loadu_si128,
+    };
+    let n = q.len() / 4;
+    let key = &key[..4 * n];
+    let whole = n / 4 * 4;
+    let mut acc = _mm256_setzero_si256();
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: 4 × (i + 4) <= 4n, the length of both slices; the loads are unaligned ones.
+        let a = _mm256_cvtepi32_epi64(_mm_loadu_si128(q.as_ptr().add(4 * i) as *const __m128i));
+        let b = _mm256_cvtepi32_epi64(_mm_loadu_si128(key.as_ptr().add(4 * i) as *const __m128i));
+        acc = _mm256_add_epi64(acc, _mm256_mul_epi32(a, b));
+        i += 4;
+    }
+    let mut lanes = [0i64; 4];
+    _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, acc);
+    let mut dot = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for j in whole..n {
+        dot += word(&q[4 * j..4 * j + 4]) as i64 * word(&key[4 * j..4 * j + 4]) as i64;
+    }
+    dot
+}
+
+/// [`accumulate`] with AVX2: each group of four outputs in one register over the chunk's
+/// positions; a weight fits an i32 (at most 2^30), so each product is one 64-bit lane of
+/// `vpmuldq`, exact.
+///
+/// # Safety
+/// AVX2; every row's slice [offset, offset + 4 × acc.len()) inside `rows` (accumulate_in).
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn accumulate_avx2(
+    acc: &mut [i64],
+    weights: &[u32],
+    rows: &[u8],
+    row_len: usize,
+    offset: usize,
+) {
+    use core::arch::x86_64::{
+        __m128i, __m256i, _mm256_add_epi64, _mm256_cvtepi32_epi64, _mm256_loadu_si256,
+        _mm256_mul_epi32, _mm256_set1_epi64x, _mm256_storeu_si256, _mm_loadu_si128,
+    };
+    let n = acc.len();
+    let whole = n / 4 * 4;
+    let mut j = 0;
+    while j < whole {
+        let a = acc.as_mut_ptr().add(j) as *mut __m256i;
+        let mut sum = _mm256_loadu_si256(a);
+        let mut p = rows.as_ptr().add(offset + 4 * j);
+        for &w in weights {
+            let v = _mm256_cvtepi32_epi64(_mm_loadu_si128(p as *const __m128i));
+            sum = _mm256_add_epi64(sum, _mm256_mul_epi32(v, _mm256_set1_epi64x(w as i64)));
+            p = p.add(row_len);
+        }
+        _mm256_storeu_si256(a, sum);
+        j += 4;
+    }
+    for (j, a) in acc.iter_mut().enumerate().skip(whole) {
+        for (t, &w) in weights.iter().enumerate() {
+            let at = t * row_len + offset + 4 * j;
+            *a += w as i64 * word(&rows[at..at + 4]) as i64;
+        }
+    }
 }
 
 /// Σ_j q_j × k_j over one head: `query` holds q widened to i64, `q` the same values as
@@ -499,63 +701,71 @@ fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
     dot
 }
 
-/// acc_j += w × value_j over one head (w a weight, 0 to 2^30; every partial sum ≤ 2^57).
+/// acc_j += Σ_t weights_t × value_t,j over a chunk of positions: `rows` holds their cached rows
+/// (`row_len` bytes each), the head's values from byte `offset` (a weight is 0 to 2^30; every
+/// partial sum ≤ 2^57).
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 #[cfg_attr(target_os = "solana", allow(dead_code))]
 #[inline(always)]
-fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
-    let mut a4 = acc.chunks_exact_mut(4);
-    let mut v4 = value.chunks_exact(16);
-    for (a, v) in (&mut a4).zip(&mut v4) {
-        a[0] += w * word(&v[0..4]) as i64;
-        a[1] += w * word(&v[4..8]) as i64;
-        a[2] += w * word(&v[8..12]) as i64;
-        a[3] += w * word(&v[12..16]) as i64;
-    }
-    let tail = a4.into_remainder().iter_mut();
-    for (acc, v) in tail.zip(v4.remainder().chunks_exact(4)) {
-        *acc += w * word(v) as i64;
+fn accumulate(acc: &mut [i64], weights: &[u32], rows: &[u8], row_len: usize, offset: usize) {
+    let len = 4 * acc.len();
+    for (row, &w) in rows.chunks_exact(row_len).zip(weights) {
+        let w = w as i64;
+        let value = &row[offset..offset + len];
+        let mut a4 = acc.chunks_exact_mut(4);
+        let mut v4 = value.chunks_exact(16);
+        for (a, v) in (&mut a4).zip(&mut v4) {
+            a[0] += w * word(&v[0..4]) as i64;
+            a[1] += w * word(&v[4..8]) as i64;
+            a[2] += w * word(&v[8..12]) as i64;
+            a[3] += w * word(&v[12..16]) as i64;
+        }
+        let tail = a4.into_remainder().iter_mut();
+        for (acc, v) in tail.zip(v4.remainder().chunks_exact(4)) {
+            *acc += w * word(v) as i64;
+        }
     }
 }
 
-/// [`accumulate`] with SIMD128: w fits an i32 (at most 2^30), so each product is one lane of
+/// [`accumulate`] with SIMD128: each group of four outputs in two registers over the chunk's
+/// positions; a weight fits an i32 (at most 2^30), so each product is one lane of
 /// `i64x2.extmul_{low,high}_i32x4_s`, exact.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 #[inline(always)]
-fn accumulate(acc: &mut [i64], w: i64, value: &[u8]) {
+fn accumulate(acc: &mut [i64], weights: &[u32], rows: &[u8], row_len: usize, offset: usize) {
     use core::arch::wasm32::{
         i32x4_splat, i64x2_add, i64x2_extmul_high_i32x4, i64x2_extmul_low_i32x4, v128, v128_load,
         v128_store,
     };
-    debug_assert!((0..=1 << 30).contains(&w));
     let n = acc.len();
-    let value = &value[..4 * n];
-    let ws = i32x4_splat(w as i32);
     let whole = n / 4 * 4;
-    let mut i = 0;
-    while i < whole {
-        // SAFETY: i + 4 <= n (acc) and 4 × (i + 4) <= 4n (value); loads and stores may be
-        // unaligned.
+    let mut j = 0;
+    while j < whole {
+        // SAFETY: j + 4 <= n (acc); each row's values [offset + 4j, offset + 4j + 16) lie in
+        // `rows` (accumulate_in asserts the rows hold offset + 4n bytes of each row); loads and
+        // stores may be unaligned.
         unsafe {
-            let v = v128_load(value.as_ptr().add(4 * i) as *const v128);
-            let low = acc.as_mut_ptr().add(i) as *mut v128;
-            let high = acc.as_mut_ptr().add(i + 2) as *mut v128;
-            v128_store(
-                low,
-                i64x2_add(v128_load(low), i64x2_extmul_low_i32x4(v, ws)),
-            );
-            v128_store(
-                high,
-                i64x2_add(v128_load(high), i64x2_extmul_high_i32x4(v, ws)),
-            );
+            let low = acc.as_mut_ptr().add(j) as *mut v128;
+            let high = acc.as_mut_ptr().add(j + 2) as *mut v128;
+            let (mut sum_low, mut sum_high) = (v128_load(low), v128_load(high));
+            let mut p = rows.as_ptr().add(offset + 4 * j);
+            for &w in weights {
+                let v = v128_load(p as *const v128);
+                let ws = i32x4_splat(w as i32);
+                sum_low = i64x2_add(sum_low, i64x2_extmul_low_i32x4(v, ws));
+                sum_high = i64x2_add(sum_high, i64x2_extmul_high_i32x4(v, ws));
+                p = p.add(row_len);
+            }
+            v128_store(low, sum_low);
+            v128_store(high, sum_high);
         }
-        i += 4;
+        j += 4;
     }
-    for (acc, b) in acc[whole..]
-        .iter_mut()
-        .zip(value[4 * whole..].chunks_exact(4))
-    {
-        *acc += w * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    for (j, a) in acc.iter_mut().enumerate().skip(whole) {
+        for (t, &w) in weights.iter().enumerate() {
+            let b = &rows[t * row_len + offset + 4 * j..][..4];
+            *a += w as i64 * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+        }
     }
 }
 
@@ -601,7 +811,10 @@ mod tests {
             seed
         };
         let extremes = [1 << 27, -(1 << 27), (1 << 27) - 1, -32_769, 32_768, 0];
-        for n in [1usize, 7, 8, 15, 16, 17, 64, 172, 288, 768, 2048] {
+        for n in [
+            1usize, 7, 8, 15, 16, 17, 23, 24, 25, 31, 32, 33, 64, 172, 255, 256, 257, 263, 264,
+            272, 279, 288, 768, 2048,
+        ] {
             for round in 0..5 {
                 let weights: Vec<u8> = (0..n)
                     .map(|i| {

@@ -186,6 +186,8 @@ mod tests {
             (48, 6, 256),
             (64, 2, 300),
             (6, 3, 7),
+            (2, 1, 9),
+            (10, 2, 33),
         ];
         for (round, &(head_size, kv_heads, positions)) in cases.iter().enumerate() {
             let kv_dim = head_size * kv_heads;
@@ -208,7 +210,7 @@ mod tests {
             for kv_head in 0..kv_heads {
                 let (mut att_a, mut out_a) = (vec![0u8; 4 * positions], vec![0u8; 4 * head_size]);
                 let (mut att_b, mut out_b) = (att_a.clone(), out_a.clone());
-                let portable = attention_head_any(
+                let portable = attention_head_any::<false>(
                     inv_sqrt,
                     &exp,
                     &query,
@@ -232,6 +234,33 @@ mod tests {
                     att: &mut att_b,
                     out: &mut out_b,
                 });
+                #[cfg(all(feature = "std", target_arch = "x86_64"))]
+                if std::is_x86_feature_detected!("avx2") {
+                    let (mut att_c, mut out_c) = (att_a.clone(), out_a.clone());
+                    att_c.fill(0);
+                    out_c.fill(0);
+                    // SAFETY: the CPU reported AVX2.
+                    let avx2 = unsafe {
+                        crate::infer::forward::attention_head_avx2(
+                            inv_sqrt,
+                            &exp,
+                            &query,
+                            &keys,
+                            &values,
+                            kv_dim,
+                            kv_head * head_size,
+                            positions as u32 - 1,
+                            &mut att_c,
+                            &mut out_c,
+                        )
+                    };
+                    assert_eq!(avx2, portable, "AVX2 sum, case {round}, kv head {kv_head}");
+                    assert_eq!(
+                        out_c, out_a,
+                        "AVX2 outputs, case {round}, kv head {kv_head}"
+                    );
+                    assert_eq!(att_c, att_a, "AVX2 att, case {round}, kv head {kv_head}");
+                }
                 assert_eq!(program, portable, "sum, case {round}, kv head {kv_head}");
                 assert_eq!(out_b, out_a, "outputs, case {round}, kv head {kv_head}");
                 // The scratch is state too: both leave the exponentials in it.
