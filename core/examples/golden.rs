@@ -16,6 +16,12 @@
 //! teacher-forced scores (argmax and negative log-likelihood per position); and eight random small
 //! configurations (random-N.curta in ARTIFACT_DIR, synthetic checkpoints from a fixed seed), each
 //! with greedy and sampled runs and a score.
+//!
+//! cargo run --release -p curta-core --example golden -- --random <SEED> <COUNT> <DIR>
+//!
+//! The SDK's property test: COUNT random small configurations drawn from SEED (wider ranges than
+//! run.json's eight), written as random-SEED-N.curta into DIR with DIR/random.json, their runs
+//! and scores in run.json's form. scripts/sdk-test draws a fresh seed on every run.
 
 use curta_core::convert::{convert, synth};
 use curta_core::infer::{
@@ -562,41 +568,139 @@ fn score_json(name: &str, bytes: &[u8], tokens: &[u32]) -> String {
     )
 }
 
-/// A random small configuration the format allows (head size even, at most 64).
-fn random_config(rng: &mut synth::Rng) -> Config {
-    let heads = [1, 2, 4][rng.below(3) as usize];
-    let head_size = [2, 4, 8, 16][rng.below(4) as usize];
+/// A random small configuration the format allows (head size even, at most 64). `wide` (the
+/// property test's) also draws odd head counts, larger heads, hidden dimensions and contexts.
+fn random_config(rng: &mut synth::Rng, wide: bool) -> Config {
+    let (heads, head_sizes, hidden, context): (&[u32], &[u32], u64, u64) = if wide {
+        (&[1, 2, 3, 4, 6, 8], &[2, 4, 6, 8, 16, 32, 64], 300, 64)
+    } else {
+        (&[1, 2, 4], &[2, 4, 8, 16], 48, 28)
+    };
+    let heads = heads[rng.below(heads.len() as u64) as usize];
+    let head_size = head_sizes[rng.below(head_sizes.len() as u64) as usize];
     let kv_divisors: Vec<u32> = (1..=heads).filter(|k| heads % k == 0).collect();
     Config {
         dim: heads * head_size,
-        hidden_dim: 1 + rng.below(48) as u32,
+        hidden_dim: 1 + rng.below(hidden) as u32,
         layers: 1 + rng.below(3) as u32,
         heads,
         kv_heads: kv_divisors[rng.below(kv_divisors.len() as u64) as usize],
         vocab_size: 259 + rng.below(200) as u32,
-        context_length: 4 + rng.below(28) as u32,
+        context_length: 4 + rng.below(context) as u32,
     }
 }
 
-/// The random configurations: (name, configuration, tied, seed, artifact).
-fn random_models() -> Vec<(String, Config, bool, u64, Vec<u8>)> {
-    let mut rng = synth::Rng::new(2026);
-    (0..8)
+/// A random small model: its name, configuration, tiedness, checkpoint seed and artifact.
+struct RandomModel {
+    name: String,
+    config: Config,
+    tied: bool,
+    seed: u64,
+    bytes: Vec<u8>,
+}
+
+/// `count` random small models from `seed`, named `{prefix}-0`, `{prefix}-1`, ...; their
+/// checkpoints have the seeds `first_seed`, `first_seed + 1`, ...
+fn random_models(
+    seed: u64,
+    count: u64,
+    wide: bool,
+    prefix: &str,
+    first_seed: u64,
+) -> Vec<RandomModel> {
+    let mut rng = synth::Rng::new(seed);
+    (0..count)
         .map(|i| {
-            let c = random_config(&mut rng);
+            let config = random_config(&mut rng, wide);
             let tied = rng.below(2) == 0;
-            let seed = 100 + i;
+            let seed = first_seed + i;
             let bytes = convert(
-                &synth::checkpoint(&c, tied, seed),
-                &synth::tokenizer(c.vocab_size, seed),
+                &synth::checkpoint(&config, tied, seed),
+                &synth::tokenizer(config.vocab_size, seed),
             )
-            .unwrap_or_else(|e| panic!("random {i} ({c:?}): {e}"));
-            (format!("random-{i}"), c, tied, seed, bytes)
+            .unwrap_or_else(|e| panic!("{prefix}-{i} ({config:?}): {e}"));
+            RandomModel {
+                name: format!("{prefix}-{i}"),
+                config,
+                tied,
+                seed,
+                bytes,
+            }
         })
         .collect()
 }
 
-fn runs_json(small: &[u8], gqa: &[u8], random: &[(String, Config, bool, u64, Vec<u8>)]) -> String {
+/// For each random model: a greedy run to the end of the context, two sampled runs (random
+/// seeds, one at a high temperature) after a random prompt, and a teacher-forced score of random
+/// tokens. Returns the models' JSON entries; the runs and scores are appended.
+fn random_cases(
+    rng: &mut synth::Rng,
+    random: &[RandomModel],
+    runs: &mut Vec<String>,
+    scores: &mut Vec<String>,
+) -> Vec<String> {
+    let mut entries = Vec::new();
+    for m in random {
+        let c = &m.config;
+        let p = 1 + rng.below(3.min(c.context_length as u64 - 1)) as usize;
+        let prompt: Vec<u32> = (0..p)
+            .map(|i| {
+                if i == 0 {
+                    1
+                } else {
+                    3 + rng.below(c.vocab_size as u64 - 3) as u32
+                }
+            })
+            .collect();
+        let room = c.context_length + 1 - p as u32;
+        let cases = [
+            case(Prompt::Tokens(prompt.clone()), room, "0", "0.9", 0),
+            case(
+                Prompt::Tokens(prompt.clone()),
+                room,
+                "0.9",
+                "0.9",
+                1 + rng.below(1 << 40),
+            ),
+            case(
+                Prompt::Tokens(prompt.clone()),
+                room.min(9),
+                "1.5",
+                "1",
+                1 + rng.below(u64::MAX - 1),
+            ),
+        ];
+        for case in &cases {
+            runs.push(run_json(&m.name, &m.bytes, case));
+        }
+        let n = 2 + rng.below(c.context_length as u64 - 1) as usize;
+        let tokens: Vec<u32> = (0..n)
+            .map(|_| rng.below(c.vocab_size as u64) as u32)
+            .collect();
+        scores.push(score_json(&m.name, &m.bytes, &tokens));
+        entries.push(format!(
+            "    {{\"name\": {}, \"file\": \"{}.curta\", \"config\": {}, \"tied\": {}, \"seed\": {}, \"weightsHash\": \"{}\"}}",
+            quote(&m.name),
+            m.name,
+            config_json(c),
+            m.tied,
+            m.seed,
+            hex(&weights_hash(decode(&m.bytes).expect("decode").sections()))
+        ));
+    }
+    entries
+}
+
+fn vectors_json(random: &[String], runs: &[String], scores: &[String]) -> String {
+    format!(
+        "{{\n  \"randomModels\": [\n{}\n  ],\n  \"runs\": [\n{}\n  ],\n  \"scores\": [\n{}\n  ]\n}}\n",
+        random.join(",\n"),
+        runs.join(",\n"),
+        scores.join(",\n")
+    )
+}
+
+fn runs_json(small: &[u8], gqa: &[u8], random: &[RandomModel]) -> String {
     let mut runs = Vec::new();
     let once = "Once upon a time";
     let small_cases = [
@@ -643,64 +747,48 @@ fn runs_json(small: &[u8], gqa: &[u8], random: &[(String, Config, bool, u64, Vec
             &[1, 300, 301, 302, 259, 400, 500, 511, 2, 1, 260],
         ),
     ];
-    let mut rng = synth::Rng::new(7);
-    let mut randoms = Vec::new();
-    for (name, c, tied, seed, bytes) in random {
-        let p = 1 + rng.below(3.min(c.context_length as u64 - 1)) as usize;
-        let prompt: Vec<u32> = (0..p)
-            .map(|i| {
-                if i == 0 {
-                    1
-                } else {
-                    3 + rng.below(c.vocab_size as u64 - 3) as u32
-                }
-            })
-            .collect();
-        let room = c.context_length + 1 - p as u32;
-        let cases = [
-            case(Prompt::Tokens(prompt.clone()), room, "0", "0.9", 0),
-            case(
-                Prompt::Tokens(prompt.clone()),
-                room,
-                "0.9",
-                "0.9",
-                1 + rng.below(1 << 40),
-            ),
-            case(
-                Prompt::Tokens(prompt.clone()),
-                room.min(9),
-                "1.5",
-                "1",
-                1 + rng.below(u64::MAX - 1),
-            ),
-        ];
-        for c in &cases {
-            runs.push(run_json(name, bytes, c));
-        }
-        let n = 2 + rng.below(c.context_length as u64 - 1) as usize;
-        let tokens: Vec<u32> = (0..n)
-            .map(|_| rng.below(c.vocab_size as u64) as u32)
-            .collect();
-        scores.push(score_json(name, bytes, &tokens));
-        randoms.push(format!(
-            "    {{\"name\": {}, \"file\": \"{name}.curta\", \"config\": {}, \"tied\": {tied}, \"seed\": {seed}, \"weightsHash\": \"{}\"}}",
-            quote(name),
-            config_json(c),
-            hex(&weights_hash(decode(bytes).expect("decode").sections()))
-        ));
+    let randoms = random_cases(&mut synth::Rng::new(7), random, &mut runs, &mut scores);
+    vectors_json(&randoms, &runs, &scores)
+}
+
+const USAGE: &str =
+    "usage: golden <ARTIFACT_DIR> [JSON_DIR]\n       golden --random <SEED> <COUNT> <DIR>";
+
+/// `--random SEED COUNT DIR`: the SDK's property test (sdk/test/property.test.ts) on fresh
+/// random configurations: COUNT random small models from SEED (random-SEED-N.curta in DIR),
+/// and DIR/random.json with their runs and scores, in run.json's form.
+fn property(args: &[String]) {
+    let (Some(seed), Some(count), Some(dir), None) = (
+        args.first().and_then(|s| s.parse::<u64>().ok()),
+        args.get(1).and_then(|s| s.parse::<u64>().ok()),
+        args.get(2),
+        args.get(3),
+    ) else {
+        eprintln!("{USAGE}\n(SEED and COUNT are unsigned integers)");
+        std::process::exit(2);
+    };
+    let dir = Path::new(dir);
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let random = random_models(seed, count, true, &format!("random-{seed}"), seed);
+    for m in &random {
+        write(&dir.join(format!("{}.curta", m.name)), &m.bytes);
     }
-    format!(
-        "{{\n  \"randomModels\": [\n{}\n  ],\n  \"runs\": [\n{}\n  ],\n  \"scores\": [\n{}\n  ]\n}}\n",
-        randoms.join(",\n"),
-        runs.join(",\n"),
-        scores.join(",\n")
-    )
+    let (mut runs, mut scores) = (Vec::new(), Vec::new());
+    let mut rng = synth::Rng::new(seed ^ 0x5eed);
+    let entries = random_cases(&mut rng, &random, &mut runs, &mut scores);
+    write(
+        &dir.join("random.json"),
+        vectors_json(&entries, &runs, &scores).as_bytes(),
+    );
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--random") {
+        return property(&args[2..]);
+    }
     if args.len() < 2 || args.len() > 3 {
-        eprintln!("usage: golden <ARTIFACT_DIR> [JSON_DIR]");
+        eprintln!("{USAGE}");
         std::process::exit(2);
     }
     let out = Path::new(&args[1]);
@@ -725,9 +813,9 @@ fn main() {
     for (name, bytes) in artifacts {
         write(&out.join(format!("{name}.curta")), bytes);
     }
-    let random = random_models();
-    for (name, _, _, _, bytes) in &random {
-        write(&out.join(format!("{name}.curta")), bytes);
+    let random = random_models(2026, 8, false, "random", 100);
+    for m in &random {
+        write(&out.join(format!("{}.curta", m.name)), &m.bytes);
     }
     if let Some(json) = args.get(2) {
         let json = Path::new(json);

@@ -6,68 +6,19 @@
 // runner mid-run, ends with the same bytes (the property the Rust core's own tests hold).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
 import { address, createSolanaRpc } from '@solana/kit'
-import {
-  CurtaRunError,
-  Runner,
-  decodeArtifact,
-  engineBytes,
-  verifyModel,
-  type GeneratedToken,
-  type VerifyResult,
-} from '../src/index.js'
+import { CurtaRunError, Runner, decodeArtifact, engineBytes, verifyModel, type VerifyResult } from '../src/index.js'
 import { WASM_SHA256 } from '../src/wasm-module.js'
 import { golden, readArtifact } from './support/files.js'
 import { chainFixture, startMockRpc } from './support/mock-rpc.js'
+import { checkGenerate, checkScore, checkSplitRuns, describeRun, sha, splitmix, type RunVectors } from './support/run-vectors.js'
 
-interface RunVector {
-  model: string
-  prompt?: string
-  promptTokens: number[]
-  steps: number
-  temperature: string
-  topP: string
-  seed: string
-  tokens: number[]
-  text: string
-  end: 'end-token' | 'done'
-  stateLength: number
-  stateSha256: string
-}
-interface ScoreVector {
-  model: string
-  tokens: number[]
-  argmax: number[]
-  nll: number[]
-  stateSha256: string
-}
-interface RandomModel {
-  name: string
-  config: Record<string, number>
-  tied: boolean
-  weightsHash: string
-}
-const vectors = golden<{ runs: RunVector[]; scores: ScoreVector[]; randomModels: RandomModel[] }>('run')
-const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex')
+const vectors = golden<RunVectors>('run')
 
 const runners = new Map<string, Promise<Runner>>()
 const runner = (name: string) => {
   if (!runners.has(name)) runners.set(name, Runner.create(decodeArtifact(readArtifact(name))))
   return runners.get(name)!
-}
-
-/** SplitMix64 in BigInt: the property test's fixed-seed randomness. */
-function splitmix(seed: bigint) {
-  let s = seed
-  const M = (1n << 64n) - 1n
-  return (n: number) => {
-    s = (s + 0x9e3779b97f4a7c15n) & M
-    let z = s
-    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & M
-    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & M
-    return Number((z ^ (z >> 31n)) % BigInt(n))
-  }
 }
 
 test('the embedded module is the one scripts/build-wasm built', () => {
@@ -88,102 +39,20 @@ test('the run vectors cover what the issue asks', () => {
 })
 
 for (const [i, v] of vectors.runs.entries()) {
-  const what = `${v.model} #${i}: ${v.prompt === undefined ? `tokens [${v.promptTokens}]` : JSON.stringify(v.prompt)}, ${v.steps} steps, temperature ${v.temperature}, top-p ${v.topP}, seed ${v.seed}`
-  test(`generate = the Rust core: ${what}`, async () => {
-    const r = await runner(v.model)
-    assert.equal(r.stateLength, v.stateLength)
-    const streamed: GeneratedToken[] = []
-    const called: number[] = []
-    const it = r.generate({
-      prompt: v.prompt ?? v.promptTokens,
-      steps: v.steps,
-      temperature: v.temperature,
-      topP: v.topP,
-      seed: BigInt(v.seed),
-      onToken: (t) => called.push(t.id),
-    })
-    let result
-    for (;;) {
-      const n = await it.next()
-      if (n.done) {
-        result = n.value
-        break
-      }
-      // Each token is handed over as soon as it exists: the run is still at that token.
-      assert.equal(n.value.index, streamed.length)
-      assert.equal(n.value.pos, v.promptTokens.length + streamed.length)
-      assert.equal(called.length, streamed.length + 1)
-      streamed.push(n.value)
-    }
-    assert.deepEqual(result.promptTokens, v.promptTokens)
-    assert.deepEqual(result.tokens, v.tokens)
-    assert.deepEqual(streamed.map((t) => t.id), v.tokens)
-    assert.deepEqual(called, v.tokens)
-    assert.equal(result.text, v.text)
-    // The streamed pieces are the text, but for an incomplete character at the very end: only
-    // the whole result can say it will not be completed (U+FFFD, as the CLI's JSON has it).
-    const joined = streamed.map((t) => t.text).join('')
-    assert.ok(result.text === joined || result.text === joined + '\uFFFD', JSON.stringify([joined, result.text]))
-    assert.equal(result.end, v.end)
-    assert.equal(result.seed, BigInt(v.seed))
-    assert.equal(sha(r.stateBytes()), v.stateSha256)
-  })
+  test(`generate = the Rust core: ${v.model} #${i}: ${describeRun(v)}`, async () => checkGenerate(await runner(v.model), v))
 }
 
 for (const name of [...new Set(vectors.runs.map((v) => v.model))]) {
   test(`${name}: any split of the work into advances, and a state resumed in another runner, give the Rust core's tokens and state bytes`, async () => {
-    const r = await runner(name)
-    const other = await Runner.create(readArtifact(name))
     const rand = splitmix(BigInt(name.length * 7919 + name.charCodeAt(name.length - 1)))
-    let resumed = 0
-    for (const v of vectors.runs.filter((x) => x.model === name)) {
-      r.start(v.promptTokens, v.steps, {
-        temperature: r.parseFixed16(v.temperature, 'temperature'),
-        topP: r.parseFixed16(v.topP, 'top-p'),
-        seed: BigInt(v.seed),
-      })
-      const tokens: number[] = []
-      let advances = 0
-      let moved = false
-      let active = r
-      for (;;) {
-        // Budgets from 1 unit (one item) to a few thousand multiply-accumulates.
-        const budget = rand(4) === 0 ? 1 : 1 + rand(rand(2) === 0 ? 200 : 5000)
-        const p = active.advance(budget)
-        advances++
-        if (p.kind === 'token') tokens.push(p.id)
-        if (p.kind === 'finished') {
-          assert.equal(p.status, v.end)
-          break
-        }
-        if (!moved && tokens.length === Math.floor(v.tokens.length / 2) && rand(2) === 0) {
-          other.setState(active.stateBytes())
-          active = other
-          moved = true
-          resumed++
-        }
-      }
-      assert.deepEqual(tokens, v.tokens, `${name}: seed ${v.seed}`)
-      assert.equal(sha(active.stateBytes()), v.stateSha256, `${name}: seed ${v.seed}, ${advances} advances`)
-      assert.ok(advances > v.tokens.length, 'the budgets split the tokens')
-    }
+    const runs = vectors.runs.filter((x) => x.model === name)
+    const resumed = checkSplitRuns(await runner(name), await Runner.create(readArtifact(name)), runs, rand)
     assert.ok(resumed > 0, 'a state moved to the other runner at least once')
   })
 }
 
 for (const [i, s] of vectors.scores.entries()) {
-  test(`score = the Rust core: ${s.model} #${i}, ${s.tokens.length} tokens`, async () => {
-    const r = await runner(s.model)
-    const got = r.score(s.tokens)
-    assert.equal(got.tokens, s.tokens.length)
-    assert.deepEqual(got.argmax, s.argmax)
-    assert.equal(got.nll.length, s.nll.length)
-    got.nll.forEach((x, j) => assert.ok(Math.abs(x - s.nll[j]!) <= 1e-9 * Math.max(1, Math.abs(s.nll[j]!)), `position ${j}: ${x} against ${s.nll[j]}`))
-    const mean = s.nll.reduce((a, b) => a + b, 0) / s.nll.length
-    assert.ok(Math.abs(got.meanNll - mean) < 1e-9)
-    assert.ok(Math.abs(got.perplexity - Math.exp(mean)) < 1e-6)
-    assert.equal(sha(r.stateBytes()), s.stateSha256)
-  })
+  test(`score = the Rust core: ${s.model} #${i}, ${s.tokens.length} tokens`, async () => checkScore(await runner(s.model), s))
 }
 
 test('score: a sequence longer than the context is scored in windows, each token but the first predicted once', async () => {
