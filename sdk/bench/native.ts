@@ -27,7 +27,8 @@ export function native(options: { build: boolean }): Native | undefined {
           encoding: 'utf8',
           stdio: ['ignore', 'pipe', 'ignore'],
         })
-        const j = JSON.parse(out.slice(out.indexOf('{"prompt_tokens"')))
+        // The JSON object is the whole of stdout (the streamed text goes to stderr with --output json).
+        const j = JSON.parse(out)
         return { tokens: j.tokens, tokensPerSecond: j.tokens_per_second }
       },
     }
