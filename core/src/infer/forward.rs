@@ -137,8 +137,26 @@ impl<'a> Input<'a> {
     /// up), saturated.
     #[inline]
     pub fn row_product(&self, scale: u32, weights: &[u8]) -> i32 {
-        let dot = self.stored_dot(weights) - WEIGHT_BIAS as i64 * self.sum;
-        saturate(mul_q24(dot, scale))
+        self.finish(self.stored_dot(weights), scale)
+    }
+
+    /// The row products of two rows (scale, weights) with SIMD128: the input's halves are
+    /// loaded once for both rows (the SDK's engine; the tests of sdk/ compare every run with the
+    /// native engine's).
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[inline]
+    pub fn row_products2(&self, a: (u32, &[u8]), b: (u32, &[u8])) -> (i32, i32) {
+        if a.1.len() != b.1.len() {
+            return (self.row_product(a.0, a.1), self.row_product(b.0, b.1));
+        }
+        let n = a.1.len();
+        let (dot_a, dot_b) = halves_dot2(a.1, b.1, &self.hi[..n], &self.lo[..n]);
+        (self.finish(dot_a, a.0), self.finish(dot_b, b.0))
+    }
+
+    #[inline(always)]
+    fn finish(&self, stored_dot: i64, scale: u32) -> i32 {
+        saturate(mul_q24(stored_dot - WEIGHT_BIAS as i64 * self.sum, scale))
     }
 }
 
@@ -245,6 +263,77 @@ fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
     (sum_hi, sum_lo)
 }
 
+/// [`halves_dot`] of two rows against the same input (SIMD128): each row's sums exactly as
+/// [`halves_dot`] gives them.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn halves_dot2(a: &[u8], b: &[u8], hi: &[i16], lo: &[i16]) -> (i64, i64) {
+    let (mut total_a, mut total_b) = (0i64, 0i64);
+    let mut start = 0;
+    while start < a.len() {
+        let end = a.len().min(start + BLOCK);
+        let (ha, la, hb, lb) = block_halves2(
+            &a[start..end],
+            &b[start..end],
+            &hi[start..end],
+            &lo[start..end],
+        );
+        total_a += ((ha as i64) << 16) + la as i64;
+        total_b += ((hb as i64) << 16) + lb as i64;
+        start = end;
+    }
+    (total_a, total_b)
+}
+
+/// [`block_halves`] of two rows (SIMD128), eight columns a turn: the halves loaded once.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn block_halves2(a: &[u8], b: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32, i32, i32) {
+    use core::arch::wasm32::{
+        i32x4_add, i32x4_dot_i16x8, i32x4_extract_lane, i32x4_splat, u16x8_load_extend_u8x8, v128,
+        v128_load,
+    };
+    let n = a.len();
+    let (b, hi, lo) = (&b[..n], &hi[..n], &lo[..n]);
+    let (mut a_hi, mut a_lo, mut b_hi, mut b_lo) = (
+        i32x4_splat(0),
+        i32x4_splat(0),
+        i32x4_splat(0),
+        i32x4_splat(0),
+    );
+    let whole = n / 8 * 8;
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 8 <= n, the length of all four slices; loads may be unaligned.
+        unsafe {
+            let h = v128_load(hi.as_ptr().add(i) as *const v128);
+            let l = v128_load(lo.as_ptr().add(i) as *const v128);
+            let wa = u16x8_load_extend_u8x8(a.as_ptr().add(i));
+            let wb = u16x8_load_extend_u8x8(b.as_ptr().add(i));
+            a_hi = i32x4_add(a_hi, i32x4_dot_i16x8(wa, h));
+            a_lo = i32x4_add(a_lo, i32x4_dot_i16x8(wa, l));
+            b_hi = i32x4_add(b_hi, i32x4_dot_i16x8(wb, h));
+            b_lo = i32x4_add(b_lo, i32x4_dot_i16x8(wb, l));
+        }
+        i += 8;
+    }
+    let lanes = |v: v128| {
+        i32x4_extract_lane::<0>(v)
+            .wrapping_add(i32x4_extract_lane::<1>(v))
+            .wrapping_add(i32x4_extract_lane::<2>(v))
+            .wrapping_add(i32x4_extract_lane::<3>(v))
+    };
+    let (mut s_ah, mut s_al, mut s_bh, mut s_bl) =
+        (lanes(a_hi), lanes(a_lo), lanes(b_hi), lanes(b_lo));
+    for j in whole..n {
+        s_ah = s_ah.wrapping_add(a[j] as i32 * hi[j] as i32);
+        s_al = s_al.wrapping_add(a[j] as i32 * lo[j] as i32);
+        s_bh = s_bh.wrapping_add(b[j] as i32 * hi[j] as i32);
+        s_bl = s_bl.wrapping_add(b[j] as i32 * lo[j] as i32);
+    }
+    (s_ah, s_al, s_bh, s_bl)
+}
+
 /// [`halves_dot`] with AVX2: sixteen columns per `vpmaddwd` (the bytes widened to i16, at most
 /// 255), then eight with SSE4.1, then one at a time; each [`BLOCK`]'s two 32-bit sums in another
 /// order than the portable loop's (addition mod 2^32 is associative), so the same integer. Left
@@ -326,6 +415,25 @@ pub fn matrix_rows(
     input: &Input,
     mut out: impl FnMut(usize, i32),
 ) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if m.holds(&rows) {
+        // Two rows a turn: the input's halves loaded once for both (Input::row_products2).
+        let mut r = rows.start;
+        while r + 2 <= rows.end {
+            // SAFETY: r and r + 1 are in the range `holds` accepted.
+            let (a, b) = unsafe { (m.row_unchecked(r), m.row_unchecked(r + 1)) };
+            let (va, vb) = input.row_products2(a, b);
+            out(r, va);
+            out(r + 1, vb);
+            r += 2;
+        }
+        if r < rows.end {
+            // SAFETY: as above.
+            let (scale, weights) = unsafe { m.row_unchecked(r) };
+            out(r, input.row_product(scale, weights));
+        }
+        return;
+    }
     if m.holds(&rows) {
         for r in rows {
             // SAFETY: r is in the range `holds` accepted.

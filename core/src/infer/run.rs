@@ -601,8 +601,12 @@ impl<'s> Run<'s> {
                         true => unsafe { (gate.row_unchecked(i), up.row_unchecked(i)) },
                         false => (gate.row(i), up.row(i)),
                     };
-                    let g = input.row_product(gs, gw);
-                    let u = input.row_product(us, uw);
+                    // SIMD128 loads the input's halves once for both rows; the program keeps
+                    // two row products (its compute units were measured so).
+                    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+                    let (g, u) = input.row_products2((gs, gw), (us, uw));
+                    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+                    let (g, u) = (input.row_product(gs, gw), input.row_product(us, uw));
                     let h = gated(table, g, u);
                     set(r.hb, i, h);
                     sum += h as i64;
