@@ -199,67 +199,12 @@ fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
     (sum_hi, sum_lo)
 }
 
-/// [`block_halves`] for WebAssembly with SIMD128 (the SDK's engine, scripts/build-wasm): eight
-/// columns per `i32x4.dot_i16x8_s` (the bytes widened to i16, at most 255, so a pair's sum never
-/// leaves i32). The same two 32-bit sums as the portable loop, in another order (addition mod
-/// 2^32 is associative), so the same integer. The SDK's tests compare every run of
-/// sdk/test/golden/run.json (tokens and state bytes) with the native engine's.
+/// [`block_halves`] for WebAssembly with SIMD128 (the SDK's engine, scripts/build-wasm): one
+/// row as [`block_halves2`] takes two (the same row twice; the compiler computes it once).
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 #[inline(always)]
 fn block_halves(weights: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32) {
-    use core::arch::wasm32::{
-        i32x4_add, i32x4_dot_i16x8, i32x4_extract_lane, i32x4_splat, u16x8_extend_high_u8x16,
-        u16x8_extend_low_u8x16, u16x8_load_extend_u8x8, v128, v128_load,
-    };
-    let n = weights.len();
-    let (hi, lo) = (&hi[..n], &lo[..n]);
-    let mut acc_hi = i32x4_splat(0);
-    let mut acc_lo = i32x4_splat(0);
-    let whole = n / 8 * 8;
-    let mut i = 0;
-    let (mut acc_hi2, mut acc_lo2) = (i32x4_splat(0), i32x4_splat(0));
-    while i + 16 <= n {
-        // SAFETY: i + 16 <= n, the length of all three slices; loads may be unaligned.
-        unsafe {
-            let w = v128_load(weights.as_ptr().add(i) as *const v128);
-            let w0 = u16x8_extend_low_u8x16(w);
-            let w1 = u16x8_extend_high_u8x16(w);
-            let h0 = v128_load(hi.as_ptr().add(i) as *const v128);
-            let l0 = v128_load(lo.as_ptr().add(i) as *const v128);
-            let h1 = v128_load(hi.as_ptr().add(i + 8) as *const v128);
-            let l1 = v128_load(lo.as_ptr().add(i + 8) as *const v128);
-            acc_hi = i32x4_add(acc_hi, i32x4_dot_i16x8(w0, h0));
-            acc_lo = i32x4_add(acc_lo, i32x4_dot_i16x8(w0, l0));
-            acc_hi2 = i32x4_add(acc_hi2, i32x4_dot_i16x8(w1, h1));
-            acc_lo2 = i32x4_add(acc_lo2, i32x4_dot_i16x8(w1, l1));
-        }
-        i += 16;
-    }
-    acc_hi = i32x4_add(acc_hi, acc_hi2);
-    acc_lo = i32x4_add(acc_lo, acc_lo2);
-    while i < whole {
-        // SAFETY: i + 8 <= n, the length of all three slices; loads may be unaligned.
-        unsafe {
-            let w = u16x8_load_extend_u8x8(weights.as_ptr().add(i));
-            let h = v128_load(hi.as_ptr().add(i) as *const v128);
-            let l = v128_load(lo.as_ptr().add(i) as *const v128);
-            acc_hi = i32x4_add(acc_hi, i32x4_dot_i16x8(w, h));
-            acc_lo = i32x4_add(acc_lo, i32x4_dot_i16x8(w, l));
-        }
-        i += 8;
-    }
-    let lanes = |v: v128| {
-        i32x4_extract_lane::<0>(v)
-            .wrapping_add(i32x4_extract_lane::<1>(v))
-            .wrapping_add(i32x4_extract_lane::<2>(v))
-            .wrapping_add(i32x4_extract_lane::<3>(v))
-    };
-    let (mut sum_hi, mut sum_lo) = (lanes(acc_hi), lanes(acc_lo));
-    let tail = weights[whole..].iter().zip(&hi[whole..]).zip(&lo[whole..]);
-    for ((&w, &h), &l) in tail {
-        sum_hi = sum_hi.wrapping_add(w as i32 * h as i32);
-        sum_lo = sum_lo.wrapping_add(w as i32 * l as i32);
-    }
+    let (sum_hi, sum_lo, _, _) = block_halves2(weights, weights, hi, lo);
     (sum_hi, sum_lo)
 }
 
@@ -285,7 +230,12 @@ fn halves_dot2(a: &[u8], b: &[u8], hi: &[i16], lo: &[i16]) -> (i64, i64) {
     (total_a, total_b)
 }
 
-/// [`block_halves`] of two rows (SIMD128), eight columns a turn: the halves loaded once.
+/// [`block_halves`] of two rows for WebAssembly with SIMD128, eight columns per
+/// `i32x4.dot_i16x8_s` (the bytes widened to i16, at most 255, so a pair's sum never leaves i32),
+/// the input's halves loaded once for both rows. The same two 32-bit sums per row as the
+/// portable loop, in another order (addition mod 2^32 is associative), so the same integer. The
+/// SDK's tests compare every run of sdk/test/golden/run.json (tokens and state bytes) with the
+/// native engine's.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 #[inline(always)]
 fn block_halves2(a: &[u8], b: &[u8], hi: &[i16], lo: &[i16]) -> (i32, i32, i32, i32) {
