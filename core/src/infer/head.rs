@@ -210,18 +210,24 @@ mod tests {
             for kv_head in 0..kv_heads {
                 let (mut att_a, mut out_a) = (vec![0u8; 4 * positions], vec![0u8; 4 * head_size]);
                 let (mut att_b, mut out_b) = (att_a.clone(), out_a.clone());
-                let portable = attention_head_any::<false>(
-                    inv_sqrt,
-                    &exp,
-                    &query,
-                    &keys,
-                    &values,
-                    kv_dim,
-                    kv_head * head_size,
-                    positions as u32 - 1,
-                    &mut att_a,
-                    &mut out_a,
-                );
+                // The portable head and its AVX2 form take the same arguments.
+                macro_rules! forward_head {
+                    ($head:expr, $att:expr, $out:expr) => {
+                        $head(
+                            inv_sqrt,
+                            &exp,
+                            &query,
+                            &keys,
+                            &values,
+                            kv_dim,
+                            kv_head * head_size,
+                            positions as u32 - 1,
+                            $att,
+                            $out,
+                        )
+                    };
+                }
+                let portable = forward_head!(attention_head_any::<false>, &mut att_a, &mut out_a);
                 let program = attention_head_rows(&mut Head {
                     query: &query,
                     keys: &keys,
@@ -236,24 +242,12 @@ mod tests {
                 });
                 #[cfg(all(feature = "std", target_arch = "x86_64"))]
                 if std::is_x86_feature_detected!("avx2") {
-                    let (mut att_c, mut out_c) = (att_a.clone(), out_a.clone());
-                    att_c.fill(0);
-                    out_c.fill(0);
+                    let (mut att_c, mut out_c) =
+                        (vec![0u8; 4 * positions], vec![0u8; 4 * head_size]);
+                    use crate::infer::forward::attention_head_avx2;
                     // SAFETY: the CPU reported AVX2.
-                    let avx2 = unsafe {
-                        crate::infer::forward::attention_head_avx2(
-                            inv_sqrt,
-                            &exp,
-                            &query,
-                            &keys,
-                            &values,
-                            kv_dim,
-                            kv_head * head_size,
-                            positions as u32 - 1,
-                            &mut att_c,
-                            &mut out_c,
-                        )
-                    };
+                    let avx2 =
+                        unsafe { forward_head!(attention_head_avx2, &mut att_c, &mut out_c) };
                     assert_eq!(avx2, portable, "AVX2 sum, case {round}, kv head {kv_head}");
                     assert_eq!(
                         out_c, out_a,
