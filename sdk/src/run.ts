@@ -175,9 +175,11 @@ export class Runner {
    * A runner over an artifact's bytes: a decoded `Artifact` (its `bytes`), the whole file, or
    * its sections in order (a weight account's data after its header, each). The module decodes
    * them again with curta-core (CurtaRunError with the Rust reader's code when they are not an
-   * artifact).
+   * artifact). `options.module` is the engine's module compiled elsewhere (`engineModule()` in
+   * another thread, handed over with `postMessage`: a page compiles it once, when it loads, and
+   * gives it to each worker); by default the module `engineModule()` compiles in this thread.
    */
-  static async create(source: Artifact | Uint8Array | readonly Uint8Array[]): Promise<Runner> {
+  static async create(source: Artifact | Uint8Array | readonly Uint8Array[], options: { module?: WebAssembly.Module } = {}): Promise<Runner> {
     let file: Uint8Array
     if (source instanceof Uint8Array) file = source
     else if (Array.isArray(source)) {
@@ -193,7 +195,9 @@ export class Runner {
       throw new TypeError('Runner.create takes a decoded Artifact, the file as a Uint8Array, or its sections (Uint8Arrays)')
     for (const part of Array.isArray(source) ? (source as readonly unknown[]) : [])
       if (!(part instanceof Uint8Array)) throw new TypeError('Runner.create: every section must be a Uint8Array')
-    const instance = await WebAssembly.instantiate(await engineModule(), {})
+    if (options.module !== undefined && !(options.module instanceof WebAssembly.Module))
+      throw new TypeError('Runner.create: options.module must be a WebAssembly.Module (engineModule())')
+    const instance = await WebAssembly.instantiate(options.module ?? (await engineModule()), {})
     const x = instance.exports as unknown as Exports
     const ptr = x.curta_alloc(file.length)
     if (ptr === 0) throw new CurtaRunError('OutOfMemory', `the engine cannot hold a ${file.length}-byte artifact`, { bytes: file.length })

@@ -7,7 +7,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { address, createSolanaRpc } from '@solana/kit'
-import { CurtaRunError, Runner, decodeArtifact, engineBytes, verifyModel, type VerifyResult } from '../src/index.js'
+import { CurtaRunError, Runner, decodeArtifact, engineBytes, engineModule, verifyModel, type VerifyResult } from '../src/index.js'
 import { WASM_SHA256 } from '../src/wasm-module.js'
 import { golden, readArtifact } from './support/files.js'
 import { chainFixture, startMockRpc } from './support/mock-rpc.js'
@@ -23,6 +23,16 @@ const runner = (name: string) => {
 
 test('the embedded module is the one scripts/build-wasm built', () => {
   assert.equal(sha(engineBytes()), WASM_SHA256)
+})
+
+test('Runner.create with a module compiled elsewhere (as the page hands one to its workers) runs the same', async () => {
+  const v = golden('run').runs[0]
+  const module = await WebAssembly.compile(engineBytes() as Uint8Array<ArrayBuffer>)
+  assert.notEqual(module, await engineModule(), 'a module of its own, not the cached one')
+  const r = await Runner.create(readArtifact('stories260K'), { module })
+  const g = await r.run({ prompt: v.prompt, steps: v.steps, temperature: v.temperature })
+  assert.deepEqual(g.tokens, v.tokens)
+  await assert.rejects(() => Runner.create(readArtifact('stories260K'), { module: engineBytes() as never }), TypeError)
 })
 
 test('the run vectors cover what the issue asks', () => {
