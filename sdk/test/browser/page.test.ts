@@ -42,6 +42,14 @@ before(async () => {
   await page.waitForSelector('body[data-ready="true"]')
 })
 
+const shot = (name: string) => page.screenshot({ path: join(output, name), fullPage: true })
+
+/** The page is no wider than the viewport (nothing pushes it sideways). */
+async function assertFitsViewport(what: string): Promise<void> {
+  const { scroll, viewport } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, viewport: window.innerWidth }))
+  assert.ok(scroll <= viewport, `${what}: the page is ${scroll} px wide in a ${viewport} px viewport`)
+}
+
 after(async () => {
   await context?.close()
   await rpc?.close()
@@ -123,6 +131,19 @@ test('stories260K: the page shows the configuration, sections and matrices, and 
   assert.deepEqual(matrices[0], ['0', 'token embedding', '', '1', '512', '64', '72', '0'])
   assert.deepEqual(matrices[36], ['36', 'feed-forward up', '4', '1', '172', '64', '72', '276,320'])
   await page.screenshot({ path: join(output, 'verifier-artifact.png'), fullPage: true })
+})
+
+test('long generated text without spaces wraps: the page stays within the viewport', async () => {
+  // stories260K's greedy text from token 1 is runs of capitals and letters (tok512 is not its
+  // tokenizer), well over a line without a space.
+  await runInPage('', 256, '0')
+  const text = (await page.textContent('#run-output'))!
+  const longest = Math.max(...text.split(/\s/).map((w) => w.length))
+  assert.ok(longest >= 150, `the longest unbroken word is ${longest} characters`)
+  await assertFitsViewport('after a long unbroken text')
+  const box = await page.$eval('#run-output', (e) => e.getBoundingClientRect().right)
+  assert.ok(box <= 1200, `the text box ends at ${box} px`)
+  await shot('long-text.png')
 })
 
 test('run: a typed prompt, 32 greedy tokens of stories260K streamed by the worker, equal to the Rust core’s', async () => {
