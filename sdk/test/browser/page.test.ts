@@ -168,6 +168,11 @@ test('run: sampling settings are the Rust core’s (a sampled vector), and bad s
     await page.textContent('#run-error'),
     "CurtaRunError: 600 steps after a prompt of 3 tokens run past the model's context of 512 (at most 510 steps)",
   )
+  // The stats line says the run did not happen (not "running…"), and Run is ready again.
+  assert.equal(await page.textContent('#run-stats'), 'no tokens: the run did not start (the error is above)')
+  assert.equal(await page.isEnabled('#run'), true)
+  assert.equal(await page.isDisabled('#stop'), true)
+  await shot('settings-error.png')
   await runInPage('x', 8, '0.8', '0.9', '0')
   assert.match((await page.textContent('#run-error'))!, /seed 0 cannot sample/)
 })

@@ -224,6 +224,7 @@ function loadRunner(bytes: Uint8Array, source: string): void {
   setRunning(false)
   $<HTMLButtonElement>('run').disabled = true
   let generated: Text | undefined
+  let streamed = 0
   w.onmessage = (e: MessageEvent<WorkerReply>) => {
     if (w !== worker) return
     const m = e.data
@@ -239,6 +240,7 @@ function loadRunner(bytes: Uint8Array, source: string): void {
           out.append(generated)
         }
         generated.appendData(m.text)
+        streamed = m.count
         $('run-stats').textContent = `${fmt(m.count)} tokens, ${m.tokensPerSecond.toFixed(1)} tokens/s`
         break
       case 'done': {
@@ -252,19 +254,26 @@ function loadRunner(bytes: Uint8Array, source: string): void {
         break
       }
       case 'error':
-        setRunning(false)
-        $('run-error').textContent = `${m.name}: ${m.message}`
-        $('run-error').hidden = false
-        out.dataset.state = 'error'
-        if (card.dataset.state === 'loading') card.dataset.state = 'error'
+        runFailed(`${m.name}: ${m.message}`)
         break
     }
   }
-  w.onerror = (e) => {
-    $('run-error').textContent = `the worker failed: ${e.message}`
-    $('run-error').hidden = false
+  const runFailed = (message: string) => {
+    const wasRunning = running
     setRunning(false)
+    $('run-error').textContent = message
+    $('run-error').hidden = false
+    if (card.dataset.state === 'loading') {
+      card.dataset.state = 'error'
+      $<HTMLButtonElement>('run').disabled = true
+      $('run-model').textContent = 'not loaded (the error is below)'
+      return
+    }
+    out.dataset.state = 'error'
+    if (wasRunning)
+      $('run-stats').textContent = streamed === 0 ? 'no tokens: the run did not start (the error is above)' : `${fmt(streamed)} tokens, then the run failed (the error is above)`
   }
+  w.onerror = (e) => runFailed(`the worker failed: ${e.message}`)
   w.postMessage({ type: 'load', bytes } satisfies WorkerRequest)
   $('run').onclick = () => {
     if (running || w !== worker) return
@@ -275,6 +284,7 @@ function loadRunner(bytes: Uint8Array, source: string): void {
     p.textContent = prompt
     out.append(p)
     generated = undefined
+    streamed = 0
     delete out.dataset.tokens
     out.dataset.state = 'running'
     $('run-error').hidden = true
