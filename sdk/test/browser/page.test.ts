@@ -9,6 +9,8 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -206,6 +208,55 @@ test('an unsealed model shows its state and offers no verification', async () =>
   await page.click('#read-model')
   await page.waitForFunction(() => document.getElementById('model-state')?.textContent === 'Mismatch')
   assert.equal(await page.isHidden('#verify-box'), true)
+})
+
+test('Read model: an empty or malformed address and an unreachable RPC node say what is wrong, in the page’s words', async () => {
+  const readError = async () => {
+    await page.click('#read-model')
+    await page.waitForSelector('#chain-error:not([hidden])', { timeout: 30_000 })
+    return page.textContent('#chain-error')
+  }
+  await page.fill('#model-address', '')
+  assert.equal(await readError(), "Model address is empty: expected the model account's address, 32 to 44 base58 characters")
+  assert.equal(await page.getAttribute('#model-address', 'aria-invalid'), 'true')
+  assert.equal(await page.isHidden('#model-info'), true)
+  await shot('chain-empty-address.png')
+
+  await page.fill('#model-address', '0x1234')
+  assert.equal(
+    await readError(),
+    'Model address "0x1234" has a character that base58 does not use ("0"): expected the model account\'s address, 32 to 44 base58 characters',
+  )
+  await page.fill('#model-address', fx.model.slice(0, 20))
+  assert.equal(
+    await readError(),
+    `Model address "${fx.model.slice(0, 20)}" is 20 characters long: expected the model account's address, 32 to 44 base58 characters`,
+  )
+  await shot('chain-malformed-address.png')
+
+  // A port nothing listens on.
+  const closed = createServer()
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+  const port = (closed.address() as AddressInfo).port
+  await new Promise((resolve) => closed.close(resolve))
+  await page.fill('#model-address', fx.model)
+  await page.fill('#rpc-url', `http://127.0.0.1:${port}`)
+  assert.equal(
+    await readError(),
+    `No answer from the RPC URL http://127.0.0.1:${port}: expected a Solana JSON-RPC node there (is it running, and does it accept requests from other origins, as solana-test-validator and public RPC nodes do?)`,
+  )
+  assert.equal(await page.getAttribute('#model-address', 'aria-invalid'), null)
+  await shot('chain-unreachable.png')
+
+  await page.fill('#rpc-url', '')
+  assert.equal(await readError(), 'RPC URL is empty: expected the http:// or https:// address of a Solana JSON-RPC node, such as http://127.0.0.1:8899')
+  await assertFitsViewport('after the chain form’s errors')
+
+  // Back to the recorded node: the sealed model reads again.
+  await page.fill('#rpc-url', rpc.url)
+  await page.click('#read-model')
+  await page.waitForFunction(() => document.getElementById('model-state')?.textContent === 'Sealed')
+  assert.equal(await page.isHidden('#chain-error'), true)
 })
 
 test('a damaged artifact shows the typed error, naming the field', async () => {

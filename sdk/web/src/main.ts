@@ -3,7 +3,15 @@
 // Once a file is checked or a sealed model verified, it can be run: a worker (web/src/worker.ts,
 // inlined as a blob) holds the model in curta-core's WebAssembly engine and streams the tokens.
 
-import { address, createSolanaRpc } from '@solana/kit'
+import {
+  SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
+  address,
+  createSolanaRpc,
+  getBase58Encoder,
+  isAddress,
+  isSolanaError,
+  type Address,
+} from '@solana/kit'
 import {
   CURTA_PROGRAM_ID,
   chunkCount,
@@ -45,6 +53,68 @@ function showError(id: string, e: unknown): void {
   const el = $(id)
   el.textContent = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
   el.hidden = false
+}
+
+/** A field of the chain form that holds no usable value: the message names it and what it expects. */
+class FieldError extends Error {
+  constructor(readonly input: HTMLInputElement, message: string) {
+    super(message)
+  }
+}
+
+const quote = (v: string) => JSON.stringify(v.length > 48 ? `${v.slice(0, 45)}…` : v)
+const NOT_BASE58 = /[^1-9A-HJ-NP-Za-km-z]/g
+const RPC_EXPECTED = 'expected the http:// or https:// address of a Solana JSON-RPC node, such as http://127.0.0.1:8899'
+
+function rpcField(): string {
+  const input = $<HTMLInputElement>('rpc-url')
+  const v = input.value.trim()
+  if (v === '') throw new FieldError(input, `RPC URL is empty: ${RPC_EXPECTED}`)
+  let url: URL
+  try {
+    url = new URL(v)
+  } catch {
+    throw new FieldError(input, `RPC URL ${quote(v)} is not a URL: ${RPC_EXPECTED}`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new FieldError(input, `RPC URL ${quote(v)} is not http:// or https://: ${RPC_EXPECTED}`)
+  return v
+}
+
+/** A Solana address typed into a field: 32 bytes written in base58 (32 to 44 characters). */
+function addressField(id: string, label: string, what: string): Address {
+  const input = $<HTMLInputElement>(id)
+  const v = input.value.trim()
+  const expected = `expected ${what}, 32 to 44 base58 characters`
+  if (v === '') throw new FieldError(input, `${label} is empty: ${expected}`)
+  const bad = [...new Set(v.match(NOT_BASE58))]
+  if (bad.length > 0)
+    throw new FieldError(
+      input,
+      `${label} ${quote(v)} has ${bad.length === 1 ? 'a character' : 'characters'} that base58 does not use (${bad.map((c) => JSON.stringify(c)).join(', ')}): ${expected}`,
+    )
+  if (v.length < 32 || v.length > 44) throw new FieldError(input, `${label} ${quote(v)} is ${fmt(v.length)} characters long: ${expected}`)
+  if (!isAddress(v))
+    throw new FieldError(input, `${label} ${quote(v)} is ${getBase58Encoder().encode(v).length} bytes, not 32: ${expected}`)
+  return address(v)
+}
+
+/** What went wrong asking the RPC node, in the page's words; a Curta error as it is. */
+function chainMessage(e: unknown, rpcUrl: string): string {
+  // fetch's own failure (Chromium: "Failed to fetch", Firefox: "NetworkError ...", Safari:
+  // "Load failed"): no HTTP answer at all, which is also what a node without CORS headers gives.
+  if (e instanceof TypeError && /fetch|network|load failed/i.test(e.message))
+    return `No answer from the RPC URL ${rpcUrl}: expected a Solana JSON-RPC node there (is it running, and does it accept requests from other origins, as solana-test-validator and public RPC nodes do?)`
+  if (isSolanaError(e, SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR)) {
+    const { statusCode, message } = e.context
+    return `The RPC URL ${rpcUrl} answered HTTP ${statusCode}${message ? ` (${message})` : ''}: expected a Solana JSON-RPC node there`
+  }
+  if (e instanceof SyntaxError) return `The RPC URL ${rpcUrl} answered with something other than JSON: expected a Solana JSON-RPC node there`
+  if (isSolanaError(e)) {
+    const server = (e.context as { __serverMessage?: unknown }).__serverMessage
+    return `The RPC node at ${rpcUrl} answered with an error: ${typeof server === 'string' ? server : `Solana error #${e.context.__code}`}`
+  }
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e)
 }
 
 let loaded: { artifact: Artifact; hash: string } | undefined
@@ -135,20 +205,43 @@ function showModel(m: ModelAccount, model: string): void {
   $('verify-box').hidden = m.state !== 'Sealed'
 }
 
-let current: { rpc: ReturnType<typeof createSolanaRpc>; model: ReturnType<typeof address>; programId: ReturnType<typeof address> } | undefined
+let current: { rpc: ReturnType<typeof createSolanaRpc>; url: string; model: Address; programId: Address } | undefined
 
 async function readModel(): Promise<void> {
-  $('chain-error').hidden = true
+  const error = $('chain-error')
+  error.hidden = true
   $('model-info').hidden = true
   $('verify-result').textContent = ''
+  for (const id of ['rpc-url', 'program-id', 'model-address']) $(id).removeAttribute('aria-invalid')
+  const fields = [
+    () => rpcField(),
+    () => addressField('program-id', 'Program id', "the Curta program's id"),
+    () => addressField('model-address', 'Model address', "the model account's address"),
+  ]
+  const problems: string[] = []
+  const values = fields.map((read) => {
+    try {
+      return read()
+    } catch (e) {
+      if (!(e instanceof FieldError)) throw e
+      e.input.setAttribute('aria-invalid', 'true')
+      problems.push(e.message)
+      return undefined
+    }
+  })
+  if (problems.length) {
+    error.textContent = problems.join('\n')
+    error.hidden = false
+    return
+  }
+  const [url, programId, model] = values as [string, Address, Address]
   try {
-    const rpc = createSolanaRpc($<HTMLInputElement>('rpc-url').value.trim())
-    const programId = address($<HTMLInputElement>('program-id').value.trim())
-    const model = address($<HTMLInputElement>('model-address').value.trim())
-    current = { rpc, model, programId }
+    const rpc = createSolanaRpc(url)
+    current = { rpc, url, model, programId }
     showModel(await fetchModel(rpc, model, programId), model)
   } catch (e) {
-    showError('chain-error', e)
+    error.textContent = chainMessage(e, url)
+    error.hidden = false
   }
 }
 
@@ -183,7 +276,7 @@ async function verify(): Promise<void> {
       loadRunner(bytes, `the sealed model ${current.model} (its ${r.sections.length} weight accounts, verified against the chain)`)
     }
   } catch (e) {
-    result.textContent = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
+    result.textContent = chainMessage(e, current.url)
     result.className = 'bad'
     result.dataset.state = 'error'
   }
