@@ -208,6 +208,13 @@ test('an unsealed model shows its state and offers no verification', async () =>
   await page.click('#read-model')
   await page.waitForFunction(() => document.getElementById('model-state')?.textContent === 'Mismatch')
   assert.equal(await page.isHidden('#verify-box'), true)
+  // The run card no longer offers the sealed model verified before: it is back to the file
+  // checked in the page.
+  await page.waitForSelector('#run-card[data-state="ready"]', { timeout: 60_000 })
+  const source = (await page.textContent('#run-source'))!
+  assert.ok(!source.includes(fx.model), `the run card still offers ${source}`)
+  assert.match(source, /^stories260K\.curta \(weights hash [0-9a-f]{16}…, checked in this page\)$/)
+  await shot('mismatch.png')
 })
 
 test('Read model: an empty or malformed address and an unreachable RPC node say what is wrong, in the page’s words', async () => {

@@ -117,7 +117,7 @@ function chainMessage(e: unknown, rpcUrl: string): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e)
 }
 
-let loaded: { artifact: Artifact; hash: string } | undefined
+let loaded: { artifact: Artifact; hash: string; source: string } | undefined
 
 async function showArtifact(file: File): Promise<void> {
   $('artifact-error').hidden = true
@@ -168,8 +168,8 @@ async function showArtifact(file: File): Promise<void> {
   $('hash-time').textContent = `${(performance.now() - start).toFixed(0)} ms`
   hashEl.textContent = hash
   hashEl.dataset.state = 'done'
-  loaded = { artifact, hash }
-  loadRunner(artifact.bytes, `${file.name} (weights hash ${hash.slice(0, 16)}…, checked in this page)`)
+  loaded = { artifact, hash, source: `${file.name} (weights hash ${hash.slice(0, 16)}…, checked in this page)` }
+  loadRunner(artifact.bytes, loaded.source, 'file')
 }
 
 function showModel(m: ModelAccount, model: string): void {
@@ -212,6 +212,12 @@ async function readModel(): Promise<void> {
   error.hidden = true
   $('model-info').hidden = true
   $('verify-result').textContent = ''
+  current = undefined
+  // The run card offers a sealed model only while this section shows it verified.
+  if (runnerKind === 'chain') {
+    if (loaded) loadRunner(loaded.artifact.bytes, loaded.source, 'file')
+    else unloadRunner()
+  }
   for (const id of ['rpc-url', 'program-id', 'model-address']) $(id).removeAttribute('aria-invalid')
   const fields = [
     () => rpcField(),
@@ -246,15 +252,16 @@ async function readModel(): Promise<void> {
 }
 
 async function verify(): Promise<void> {
-  if (!current) return
+  const c = current
+  if (!c) return
   const bar = $<HTMLProgressElement>('verify-progress')
   const result = $('verify-result')
   result.textContent = 'verifying…'
   result.className = ''
   result.dataset.state = 'running'
   try {
-    const r = await verifyModel(current.rpc, current.model, {
-      programId: current.programId,
+    const r = await verifyModel(c.rpc, c.model, {
+      programId: c.programId,
       keepSections: true,
       onProgress: (p) => {
         bar.value = p.bytesTotal === 0 ? 0 : p.bytesDone / p.bytesTotal
@@ -266,17 +273,18 @@ async function verify(): Promise<void> {
       : `MISMATCH: the weight accounts chain to ${toHex(r.computedHash)}, the model declares ${toHex(r.declaredHash)}`
     result.className = r.ok ? 'ok' : 'bad'
     result.dataset.state = r.ok ? 'verified' : 'mismatch'
-    if (r.ok && r.sections) {
+    // A model read since (another address, or the same again) is not the one verified here.
+    if (r.ok && r.sections && c === current) {
       const bytes = new Uint8Array(r.sections.reduce((n, s) => n + s.length, 0))
       let at = 0
       for (const s of r.sections) {
         bytes.set(s, at)
         at += s.length
       }
-      loadRunner(bytes, `the sealed model ${current.model} (its ${r.sections.length} weight accounts, verified against the chain)`)
+      loadRunner(bytes, `the sealed model ${c.model} (its ${r.sections.length} weight accounts, verified against the chain)`, 'chain')
     }
   } catch (e) {
-    result.textContent = chainMessage(e, current.url)
+    result.textContent = chainMessage(e, c.url)
     result.className = 'bad'
     result.dataset.state = 'error'
   }
@@ -284,13 +292,16 @@ async function verify(): Promise<void> {
 
 
 // ---------------------------------------------------------------- running the model
-let worker: Worker | undefined
 let workerUrl: string | undefined
+/** The worker holding the model to run, and what the model came from. */
+let worker: Worker | undefined
+let runnerKind: 'file' | 'chain' | undefined
 let running = false
 
 function unloadRunner(): void {
   worker?.terminate()
   worker = undefined
+  runnerKind = undefined
   running = false
   $('run-card').hidden = true
 }
@@ -302,11 +313,12 @@ function setRunning(on: boolean): void {
 }
 
 /** A fresh worker holding `bytes` (the whole artifact) in the engine. */
-function loadRunner(bytes: Uint8Array, source: string): void {
+function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): void {
   unloadRunner()
   workerUrl ??= URL.createObjectURL(new Blob([__CURTA_WORKER__], { type: 'text/javascript' }))
   const w = new Worker(workerUrl)
   worker = w
+  runnerKind = kind
   const card = $('run-card')
   const out = $('run-output')
   card.hidden = false
