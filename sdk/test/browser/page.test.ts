@@ -115,6 +115,13 @@ async function speed(name: string, n: Native | undefined): Promise<{ wasm: numbe
 
 const pageTokens = async () => (await page.getAttribute('#run-output', 'data-tokens'))!.split(',').map(Number)
 
+test('the engine’s WebAssembly module is compiled when the page loads, before any model', async () => {
+  await page.waitForSelector('#engine[data-state="compiled"]', { timeout: 30_000 })
+  assert.match((await page.textContent('#engine'))!, /^Engine: curta-core's WebAssembly module, compiled when the page loaded \([0-9,]+ ms\)\.$/)
+  assert.equal(await page.isHidden('#run-card'), true, 'no model is loaded yet')
+  await shot('engine-compiled.png')
+})
+
 test('stories260K: the page shows the configuration, sections and matrices, and the Rust core’s hash', async () => {
   const g = golden('stories260K')
   await load(artifactPath('stories260K'))
@@ -133,6 +140,25 @@ test('stories260K: the page shows the configuration, sections and matrices, and 
   assert.deepEqual(matrices[0], ['0', 'token embedding', '', '1', '512', '64', '72', '0'])
   assert.deepEqual(matrices[36], ['36', 'feed-forward up', '4', '1', '172', '64', '72', '276,320'])
   await page.screenshot({ path: join(output, 'verifier-artifact.png'), fullPage: true })
+})
+
+test('the first run is about as fast as the second (the module compiled at load, the engine warmed with the model)', async () => {
+  // The page's first two runs: 256 greedy tokens from token 1 on stories260K. A figure, printed
+  // (the machine's load moves it), not asserted.
+  await page.waitForSelector('#run-card[data-state="ready"]', { timeout: 60_000 })
+  const warm = await page.getAttribute('#run-card', 'data-warm-up')
+  assert.match(warm ?? '', /^[0-9]+ tokens in [0-9]+ ms$/)
+  const rates: number[] = []
+  for (let i = 0; i < 2; i++) {
+    await runInPage('', 256, '0')
+    const m = /^256 tokens in [0-9.]+ s, ([0-9.]+) tokens\/s;/.exec((await page.textContent('#run-stats'))!)
+    assert.ok(m, 'the page reports tokens per second')
+    rates.push(Number(m[1]))
+  }
+  console.log(
+    `in Chromium, stories260K, 256 greedy tokens from token 1: first run ${rates[0]!.toFixed(1)} tokens/s, second ${rates[1]!.toFixed(1)} tokens/s ` +
+      `(second / first ${(rates[1]! / rates[0]!).toFixed(2)}; the page compiled the module at load and warmed the engine with the model: ${warm})`,
+  )
 })
 
 test('long generated text without spaces wraps: the page stays within the viewport', async () => {

@@ -2,6 +2,8 @@
 // against the chain, all with @curta/sdk. Query parameters rpc, program and model fill the form.
 // Once a file is checked or a sealed model verified, it can be run: a worker (web/src/worker.ts,
 // inlined as a blob) holds the model in curta-core's WebAssembly engine and streams the tokens.
+// The first worker starts when the page loads and compiles the engine's module then; later
+// workers are handed that module.
 
 import {
   SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
@@ -297,9 +299,40 @@ let workerUrl: string | undefined
 let worker: Worker | undefined
 let runnerKind: 'file' | 'chain' | undefined
 let running = false
+/** The engine's module, compiled by the first worker when the page loaded, and that worker while no model has taken it. */
+const engine: { module?: WebAssembly.Module; idle?: Worker } = {}
+
+function newWorker(): Worker {
+  workerUrl ??= URL.createObjectURL(new Blob([__CURTA_WORKER__], { type: 'text/javascript' }))
+  return new Worker(workerUrl)
+}
+
+function engineStatus(m: WorkerReply): void {
+  const el = $('engine')
+  if (m.type === 'compiled') {
+    engine.module = m.module
+    el.dataset.state = 'compiled'
+    el.textContent = `Engine: curta-core's WebAssembly module, compiled when the page loaded (${fmt(Math.round(m.ms))} ms).`
+  } else if (m.type === 'error' && el.dataset.state === 'compiling') {
+    el.dataset.state = 'error'
+    el.textContent = `Engine: the WebAssembly module did not compile: ${m.name}: ${m.message}`
+  }
+}
+
+/** The first worker, started when the page loads: it compiles the engine's module at once. */
+function compileEngine(): void {
+  const w = newWorker()
+  engine.idle = w
+  $('engine').dataset.state = 'compiling'
+  w.onmessage = (e: MessageEvent<WorkerReply>) => engineStatus(e.data)
+  w.onerror = (e) => engineStatus({ type: 'error', name: 'Error', code: '', message: e.message })
+  w.postMessage({ type: 'compile' } satisfies WorkerRequest)
+}
 
 function unloadRunner(): void {
   worker?.terminate()
+  // The first worker taken by a model and dropped before its module came back: compile again.
+  if (worker && !engine.module && !engine.idle && $('engine').dataset.state === 'compiling') compileEngine()
   worker = undefined
   runnerKind = undefined
   running = false
@@ -312,11 +345,11 @@ function setRunning(on: boolean): void {
   $<HTMLButtonElement>('stop').disabled = !on
 }
 
-/** A fresh worker holding `bytes` (the whole artifact) in the engine. */
+/** A worker holding `bytes` (the whole artifact) in the engine: the first worker, or a fresh one given its module. */
 function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): void {
   unloadRunner()
-  workerUrl ??= URL.createObjectURL(new Blob([__CURTA_WORKER__], { type: 'text/javascript' }))
-  const w = new Worker(workerUrl)
+  const w = engine.idle ?? newWorker()
+  engine.idle = undefined
   worker = w
   runnerKind = kind
   const card = $('run-card')
@@ -324,6 +357,7 @@ function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): 
   card.hidden = false
   card.dataset.state = 'loading'
   $('run-source').textContent = source
+  $('run-model').textContent = 'loading into the engine and warming it up…'
   $('run-error').hidden = true
   out.dataset.state = 'idle'
   setRunning(false)
@@ -331,11 +365,13 @@ function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): 
   let generated: Text | undefined
   let streamed = 0
   w.onmessage = (e: MessageEvent<WorkerReply>) => {
-    if (w !== worker) return
     const m = e.data
+    if (m.type === 'compiled' || (m.type === 'error' && $('engine').dataset.state === 'compiling')) engineStatus(m)
+    if (w !== worker) return
     switch (m.type) {
       case 'loaded':
         card.dataset.state = 'ready'
+        card.dataset.warmUp = `${m.warmUp.tokens} tokens in ${m.warmUp.ms.toFixed(0)} ms`
         $<HTMLButtonElement>('run').disabled = false
         $('run-model').textContent = `context ${fmt(m.contextLength)} tokens, vocabulary ${fmt(m.vocabSize)}`
         break
@@ -379,7 +415,7 @@ function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): 
       $('run-stats').textContent = streamed === 0 ? 'no tokens: the run did not start (the error is above)' : `${fmt(streamed)} tokens, then the run failed (the error is above)`
   }
   w.onerror = (e) => runFailed(`the worker failed: ${e.message}`)
-  w.postMessage({ type: 'load', bytes } satisfies WorkerRequest)
+  w.postMessage({ type: 'load', bytes, module: engine.module } satisfies WorkerRequest)
   $('run').onclick = () => {
     if (running || w !== worker) return
     const prompt = $<HTMLTextAreaElement>('prompt').value
@@ -434,4 +470,5 @@ const params = new URLSearchParams(location.search)
 $<HTMLInputElement>('rpc-url').value = params.get('rpc') ?? ''
 $<HTMLInputElement>('program-id').value = params.get('program') ?? CURTA_PROGRAM_ID
 $<HTMLInputElement>('model-address').value = params.get('model') ?? ''
+compileEngine()
 document.body.dataset.ready = 'true'

@@ -1,18 +1,22 @@
 // The page's run worker: the model's engine (@curta/sdk's Runner, curta-core's inference in
 // WebAssembly) runs here, off the page's thread, so the page stays responsive while it works.
-// Messages in: load (the artifact's bytes), run (prompt and settings), stop. Messages out:
-// loaded, tokens (the tokens produced since the last message, at most every 16 ms, with the
-// rate so far: one message per token would cost the small models a third of their speed), done,
-// error.
-import { Runner, type GenerateOptions } from '../../src/run.js'
+// Messages in: compile (the page starts its first worker when it loads, and this compiles the
+// engine's module then, not when a model comes), load (the artifact's bytes, and the module the
+// first worker compiled, for the workers after it), run (prompt and settings), stop. Messages
+// out: compiled (the module, for the page to hand to later workers), loaded, tokens (the tokens
+// produced since the last message, at most every 16 ms, with the rate so far: one message per
+// token would cost the small models a third of their speed), done, error.
+import { Runner, engineModule, type GenerateOptions } from '../../src/run.js'
 
 export type WorkerRequest =
-  | { type: 'load'; bytes: Uint8Array }
+  | { type: 'compile' }
+  | { type: 'load'; bytes: Uint8Array; module?: WebAssembly.Module }
   | { type: 'run'; prompt: string; steps: number; temperature: string; topP: string; seed: string }
   | { type: 'stop' }
 
 export type WorkerReply =
-  | { type: 'loaded'; contextLength: number; vocabSize: number }
+  | { type: 'compiled'; module: WebAssembly.Module; ms: number }
+  | { type: 'loaded'; contextLength: number; vocabSize: number; warmUp: { ms: number; tokens: number } }
   | { type: 'tokens'; ids: number[]; text: string; count: number; tokensPerSecond: number }
   | {
       type: 'done'
@@ -91,20 +95,51 @@ async function run(m: Extract<WorkerRequest, { type: 'run' }>): Promise<void> {
   }
 }
 
+/**
+ * Runs the freshly loaded model for WARM_UP_MS before the page may run it (greedy from token 1,
+ * the tokens thrown away; each run starts from a fresh state, so nothing carries over). The
+ * module is compiled before any model exists, but V8 first runs a function with its baseline
+ * compiler (Liftoff) and moves the hot ones to optimized code while they run: without this, a
+ * short first run of a small model is over before that happens, at a fraction of the speed of
+ * the next ones.
+ */
+const WARM_UP_MS = 250
+
+async function warmUp(r: Runner): Promise<{ ms: number; tokens: number }> {
+  const started = performance.now()
+  let tokens = 0
+  if (r.contextLength < 2) return { ms: 0, tokens }
+  const done = new AbortController()
+  const timer = setTimeout(() => done.abort(), WARM_UP_MS)
+  try {
+    while (!done.signal.aborted) {
+      const g = await r.run({ prompt: [1], steps: Math.min(256, r.contextLength - 1), temperature: 0, signal: done.signal, yieldMs: 15 })
+      tokens += g.tokens.length
+    }
+  } finally {
+    clearTimeout(timer)
+  }
+  return { ms: performance.now() - started, tokens }
+}
+
 self.onmessage = (e: MessageEvent<WorkerRequest>) => {
   const m = e.data
   if (m.type === 'stop') {
     stop?.abort()
     return
   }
+  if (m.type === 'compile') {
+    const started = performance.now()
+    engineModule().then((module) => post({ type: 'compiled', module, ms: performance.now() - started }), fail)
+    return
+  }
   if (m.type === 'load') {
-    Runner.create(m.bytes).then(
-      (r) => {
-        runner = r
-        post({ type: 'loaded', contextLength: r.contextLength, vocabSize: r.vocabSize })
-      },
-      fail,
-    )
+    ;(async () => {
+      const r = await Runner.create(m.bytes, { module: m.module ?? (await engineModule()) })
+      const warm = await warmUp(r)
+      runner = r
+      post({ type: 'loaded', contextLength: r.contextLength, vocabSize: r.vocabSize, warmUp: warm })
+    })().catch(fail)
     return
   }
   run(m).catch(fail)
