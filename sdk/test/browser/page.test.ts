@@ -6,10 +6,15 @@
 // Then it runs the models in the page (the run worker, curta-core's WebAssembly engine): a typed
 // prompt, 32 greedy tokens of stories260K, equal to the Rust core's (golden/run.json); the same
 // from the sealed model verified against the chain; Stop; tokens per second in Chromium.
+// And the page's rough edges, one test each: the engine compiled when the page loads (and the
+// first run's speed beside the second's, printed), long text without spaces wrapped inside the
+// viewport, the stats line after refused settings, the chain form's errors in the page's words,
+// the run card after reading a Mismatch model, and no console errors or failed requests when the
+// page is served over http.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs'
-import { createServer } from 'node:http'
+import { mkdirSync, mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -356,4 +361,53 @@ test('a file dropped on the page is read like a picked one', async () => {
     () => document.getElementById('file-name')?.textContent === 'dropped.curta' && document.getElementById('weights-hash')?.dataset.state === 'done',
   )
   assert.equal(await page.textContent('#weights-hash'), golden('stories260K').weightsHash)
+})
+
+test('served over http: no console errors, no failed requests, no 404 (the icon is inline)', async () => {
+  // web/dist/ from a static server that answers 404 for anything else (as /favicon.ico would be).
+  const dist = join(sdkDir, 'web', 'dist')
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname
+    if (path === '/' || path === '/index.html') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      return res.end(readFileSync(join(dist, 'index.html')))
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const served = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const p = await context.newPage()
+  const problems: string[] = []
+  p.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`)
+  })
+  p.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
+  p.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} (${r.failure()?.errorText})`))
+  p.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`)
+  })
+  try {
+    await p.goto(`${served}/?${new URLSearchParams({ rpc: rpc.url, program: fx.programId, model: fx.model })}`)
+    await p.waitForSelector('body[data-ready="true"]')
+    await p.waitForSelector('#engine[data-state="compiled"]', { timeout: 30_000 })
+    await p.setInputFiles('#file', artifactPath('stories260K'))
+    await p.waitForSelector('#weights-hash[data-state="done"]', { timeout: 60_000 })
+    await p.waitForSelector('#run-card[data-state="ready"]', { timeout: 60_000 })
+    await p.fill('#steps', '16')
+    await p.fill('#temperature', '0')
+    await p.click('#run')
+    await p.waitForSelector('#run-output[data-state="done"]', { timeout: 60_000 })
+    await p.click('#read-model')
+    await p.waitForSelector('#verify-box:not([hidden])')
+    await p.click('#verify')
+    await p.waitForSelector('#verify-result[data-state="verified"]', { timeout: 60_000 })
+    // Give a late request (an icon fetched after load) time to show up.
+    await p.waitForTimeout(500)
+    await p.screenshot({ path: join(output, 'served-over-http.png'), fullPage: true })
+    assert.deepEqual(problems, [])
+  } finally {
+    await p.close()
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
 })
