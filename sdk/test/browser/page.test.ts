@@ -286,8 +286,33 @@ test('Read model: an empty or malformed address and an unreachable RPC node say 
   assert.equal(await page.getAttribute('#model-address', 'aria-invalid'), null)
   await shot('chain-unreachable.png')
 
+  // A web server that is not an RPC node: an HTTP error, and an answer that is not JSON.
+  const web = createServer((req, res) => {
+    res.setHeader('Access-Control-Allow-Origin', '*')
+    res.setHeader('Access-Control-Allow-Headers', '*')
+    if (req.method === 'OPTIONS') return res.writeHead(204).end()
+    if (req.url === '/missing') return res.writeHead(404, { 'content-type': 'text/plain' }).end('not found')
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><p>a web page</p>')
+  })
+  await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve))
+  const webUrl = `http://127.0.0.1:${(web.address() as AddressInfo).port}`
+  try {
+    await page.fill('#rpc-url', `${webUrl}/missing`)
+    assert.equal(await readError(), `The RPC URL ${webUrl}/missing answered HTTP 404 (Not Found): expected a Solana JSON-RPC node there`)
+    await page.fill('#rpc-url', `${webUrl}/page`)
+    assert.equal(await readError(), `The RPC URL ${webUrl}/page answered with something other than JSON: expected a Solana JSON-RPC node there`)
+  } finally {
+    web.closeAllConnections()
+    await new Promise((resolve) => web.close(resolve))
+  }
+
   await page.fill('#rpc-url', '')
   assert.equal(await readError(), 'RPC URL is empty: expected the http:// or https:// address of a Solana JSON-RPC node, such as http://127.0.0.1:8899')
+  await page.fill('#rpc-url', 'localhost:8899')
+  assert.equal(
+    await readError(),
+    'RPC URL "localhost:8899" is not http:// or https://: expected the http:// or https:// address of a Solana JSON-RPC node, such as http://127.0.0.1:8899',
+  )
   await assertFitsViewport('after the chain form’s errors')
 
   // Back to the recorded node: the sealed model reads again.
