@@ -321,9 +321,17 @@ function engineStatus(m: WorkerReply): void {
 
 /** The first worker, started when the page loads: it compiles the engine's module at once. */
 function compileEngine(): void {
-  const w = newWorker()
-  engine.idle = w
   $('engine').dataset.state = 'compiling'
+  let w: Worker
+  try {
+    w = newWorker()
+  } catch (e) {
+    // A page whose workers are refused (a content security policy) still reads and verifies.
+    const err = e instanceof Error ? e : new Error(String(e))
+    engineStatus({ type: 'error', name: err.name, code: '', message: err.message })
+    return
+  }
+  engine.idle = w
   w.onmessage = (e: MessageEvent<WorkerReply>) => engineStatus(e.data)
   w.onerror = (e) => engineStatus({ type: 'error', name: 'Error', code: '', message: e.message })
   w.postMessage({ type: 'compile' } satisfies WorkerRequest)
