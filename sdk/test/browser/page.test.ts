@@ -162,7 +162,7 @@ test('the first run is about as fast as the second (the module compiled at load,
   }
   console.log(
     `in Chromium, stories260K, 256 greedy tokens from token 1: first run ${rates[0]!.toFixed(1)} tokens/s, second ${rates[1]!.toFixed(1)} tokens/s ` +
-      `(second / first ${(rates[1]! / rates[0]!).toFixed(2)}; the page compiled the module at load and warmed the engine with the model: ${warm})`,
+      `(first / second ${(rates[0]! / rates[1]!).toFixed(2)}; the page compiled the module at load and warmed the engine with the model: ${warm})`,
   )
 })
 
