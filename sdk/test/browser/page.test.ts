@@ -245,6 +245,10 @@ test('an unsealed model shows its state and offers no verification', async () =>
   const source = (await page.textContent('#run-source'))!
   assert.ok(!source.includes(fx.model), `the run card still offers ${source}`)
   assert.match(source, /^stories260K\.curta \(weights hash [0-9a-f]{16}…, checked in this page\)$/)
+  // and shows nothing of the sealed model's run.
+  assert.equal(await page.textContent('#run-output'), '')
+  assert.equal(await page.textContent('#run-stats'), '')
+  assert.equal(await page.textContent('#run-ids'), '')
   await shot('mismatch.png')
 })
 

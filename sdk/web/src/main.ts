@@ -367,6 +367,12 @@ function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): 
   $('run-source').textContent = source
   $('run-model').textContent = 'loading into the engine and warming it up…'
   $('run-error').hidden = true
+  // Nothing of the previous model's runs stays under this one's name.
+  out.replaceChildren()
+  delete out.dataset.tokens
+  delete out.dataset.promptTokens
+  $('run-stats').textContent = ''
+  $('run-ids').textContent = ''
   out.dataset.state = 'idle'
   setRunning(false)
   $<HTMLButtonElement>('run').disabled = true
