@@ -97,11 +97,12 @@ async function run(m: Extract<WorkerRequest, { type: 'run' }>): Promise<void> {
 
 /**
  * Runs the freshly loaded model for WARM_UP_MS before the page may run it (greedy from token 1,
- * the tokens thrown away; each run starts from a fresh state, so nothing carries over). The
- * module is compiled before any model exists, but V8 first runs a function with its baseline
- * compiler (Liftoff) and moves the hot ones to optimized code while they run: without this, a
- * short first run of a small model is over before that happens, at a fraction of the speed of
- * the next ones.
+ * the tokens thrown away; each run starts from a fresh state, so nothing carries over). Without
+ * it the first run after a load went at about half the speed of the next ones, the module
+ * compiled at page load or not (sdk/README.md, "The verifier page", has the figures); a
+ * generation of about 15 ms did about as well as 250 ms, so what the first run paid for is a
+ * first-use cost (V8 compiling the module's functions when first called, the JavaScript around
+ * them, memory touched the first time), not pinned down further.
  */
 const WARM_UP_MS = 250
 
