@@ -49,3 +49,6 @@ mod review;
 
 #[path = "program/runs.rs"]
 mod runs;
+
+#[path = "program/order.rs"]
+mod order;

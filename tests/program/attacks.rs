@@ -364,17 +364,11 @@ async fn seal_attacks() {
     let q = written(&mut bank, tiny_sections(LEN, 6)).await;
     let w = watch(&bank, &[&p, &q]);
 
-    // Wrong chunk number, wrong pass.
-    bank.refused(&[seal(&p, 0, 0, 1)], &[], 0, err(UnexpectedChunk), &w)
+    // A later chunk before the pass began (the model is Open), a wrong pass.
+    bank.refused(&[seal(&p, 0, 0, 1)], &[], 0, err(WrongState), &w)
         .await;
-    bank.refused(
-        &[seal(&p, 0, 0, u32::MAX)],
-        &[],
-        0,
-        err(UnexpectedChunk),
-        &w,
-    )
-    .await;
+    bank.refused(&[seal(&p, 0, 0, u32::MAX)], &[], 0, err(WrongState), &w)
+        .await;
     bank.refused(&[start(&p, 0, 1)], &[&a], 0, err(StalePass), &w)
         .await;
     // Another model's weight account, the weight accounts swapped, the model as weight account
@@ -423,14 +417,26 @@ async fn seal_attacks() {
 
     // A duplicate or replayed seal fails cleanly instead of advancing twice.
     bank.send(&[start(&p, 0, 0)], &[&a]).await.unwrap();
-    bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(UnexpectedChunk), &w)
+    // A second start of the pass: the model is Sealing.
+    bank.refused(&[start(&p, 0, 0)], &[&a], 0, err(WrongState), &w)
         .await;
-    // The second of two identical seals in one transaction fails, and takes the first with it.
+    // A chunk number past the artifact, or of another section than the cursor's.
     bank.refused(
-        &[seal(&p, 1, 0, 1), seal(&p, 1, 0, 1)],
+        &[seal(&p, 1, 0, u32::MAX)],
         &[],
-        1,
+        0,
         err(UnexpectedChunk),
+        &w,
+    )
+    .await;
+    // Seals are order-free: copies of one seal never hash a chunk twice. Two copies of chunk
+    // 1's seal hash chunks 1 and 2 (section one's two); a third finds the model sealed, and the
+    // transaction fails with every change undone.
+    bank.refused(
+        &[seal(&p, 1, 0, 1), seal(&p, 1, 0, 1), seal(&p, 1, 0, 1)],
+        &[],
+        2,
+        err(ModelSealed),
         &w,
     )
     .await;
@@ -482,11 +488,11 @@ async fn section_zero_checked_at_first_chunk() {
     let (result, logs) = bank.send_logged(&[seal(&q, 0, 0, 1)], &[]).await;
     assert_eq!(
         result,
-        Err(TransactionError::InstructionError(0, err(UnexpectedChunk)))
+        Err(TransactionError::InstructionError(0, err(WrongState)))
     );
     assert!(
         logs.iter().all(|l| !l.contains("section zero:")),
-        "an UnexpectedChunk parses nothing"
+        "a crank before the pass parses nothing"
     );
     let (_, logs) = bank.send_logged(&[start(&q, 0, 0)], &[&a]).await;
     assert!(

@@ -44,10 +44,13 @@ fn every_kind() -> Vec<CurtaInstruction> {
             prompt: OwnedPrompt::Tokens(vec![1, 306, 70_000]),
         },
         CurtaInstruction::Step {
-            cursor: 12,
+            ticket: 12,
             budget: 1_175_000,
         },
-        CurtaInstruction::CloseRun,
+        CurtaInstruction::CloseRun { run: None },
+        CurtaInstruction::CloseRun {
+            run: Some(([0x5a; 32], 0x0102_0304)),
+        },
     ]
 }
 
@@ -103,13 +106,31 @@ fn wire_bytes_as_documented() {
     expected[5] = 1;
     expected.extend([0, 2, 0, 0, 0, b'a', b'b']);
     assert_eq!(text.pack(), expected);
-    // Step: tag 7, the cursor, the budget.
+    // Step: tag 7, the ticket, the budget.
     let step = CurtaInstruction::Step {
-        cursor: 0x0201,
+        ticket: 0x0201,
         budget: 0x0403_0201,
     };
     assert_eq!(step.pack(), [7, 1, 2, 0, 0, 1, 2, 3, 4]);
-    assert_eq!(CurtaInstruction::CloseRun.pack(), [8]);
+    assert_eq!(CurtaInstruction::CloseRun { run: None }.pack(), [8]);
+    // CloseRun naming its run: tag 8, the model's 32 bytes, the nonce.
+    let named = CurtaInstruction::CloseRun {
+        run: Some(([7; 32], 0x0403_0201)),
+    };
+    let mut expected = vec![8];
+    expected.extend([7; 32]);
+    expected.extend([1, 2, 3, 4]);
+    assert_eq!(named.pack(), expected);
+    // Any other length after CloseRun's tag is refused.
+    for len in [1, 32, 35, 37] {
+        let mut data = vec![8];
+        data.extend(vec![0; len]);
+        assert_eq!(
+            CurtaInstruction::unpack(&data),
+            Err(ProgramError::InvalidInstructionData),
+            "CloseRun with {len} bytes after the tag"
+        );
+    }
     // A prompt kind other than 0 and 1 is refused.
     let mut bad_kind = text.pack();
     bad_kind[25] = 2;
@@ -133,6 +154,12 @@ fn decoder_refuses_truncated_trailing_and_unknown() {
         let bytes = kind.pack();
         assert_eq!(CurtaInstruction::unpack(&bytes), Ok(kind.clone()));
         for len in 0..bytes.len() {
+            // CloseRun's tag alone is CloseRun without the optional names.
+            if bytes[0] == 8 && len == 1 {
+                let tag_alone = CurtaInstruction::CloseRun { run: None };
+                assert_eq!(CurtaInstruction::unpack(&bytes[..1]), Ok(tag_alone));
+                continue;
+            }
             assert_eq!(
                 CurtaInstruction::unpack(&bytes[..len]),
                 Err(ProgramError::InvalidInstructionData),

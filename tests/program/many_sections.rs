@@ -301,7 +301,7 @@ async fn a_stranger_cranks_while_the_authority_is_still_writing() {
     );
     bank.refused(&[as_authority], &[&m], 0, custom(Unauthorized), &w)
         .await;
-    bank.refused(&[crank(1, 0, 1)], &[], 0, custom(UnexpectedChunk), &w)
+    bank.refused(&[crank(1, 0, 1)], &[], 0, custom(WrongState), &w)
         .await;
     let model = bank.model(&p.model).await;
     assert_eq!((model.state, model.seal_cursor), (ModelState::Open, 0));

@@ -153,10 +153,10 @@ async fn duplicate_accounts_in_a_weight_list() {
         bank.refused(&[close], &[&a], 0, err(WeightAddressMismatch), &w)
             .await;
     }
-    // The same weight account as model and weight account (two-account form, chunk 1), and as
-    // the model of a start seal.
+    // The same weight account as model and weight account (two-account form, chunk 1: a
+    // crank of an Open model, refused by its state first), and as the model of a start seal.
     let model_twice = ix::seal(&PROGRAM, &p.model, &p.model, p.creation, 0, 1);
-    bank.refused(&[model_twice], &[], 0, err(UnexpectedChunk), &w)
+    bank.refused(&[model_twice], &[], 0, err(WrongState), &w)
         .await;
     let start_model_twice =
         ix::start_seal(&PROGRAM, &p.model, &p.model, &p.authority, p.creation, 0);
@@ -416,7 +416,7 @@ async fn a_model_too_large_to_close_is_refused_at_create() {
         assert_eq!(bank.account(&x).await, None);
     }
 
-    // Over 64 MiB (seven full sections, 73,396,488 bytes of accounts), as an upload driven to
+    // Over 64 MiB (seven full sections, 73,401,128 bytes of accounts: 808 + 7 × (2,048 + 10,483,712)), as an upload driven to
     // Mismatch would leave it if CreateModel allowed it: stuck.
     let lengths = vec![MAX_LEN; 7];
     let total_chunks = lengths.iter().map(|&l| l.div_ceil(65_536)).sum();

@@ -192,7 +192,7 @@ pub async fn drive(
         result.unwrap_or_else(|e| panic!("step {cursor} refused: {e:?}\n{}", logs.join("\n")));
         units.push(used);
         let header = read_run(bank, &r.run).await;
-        assert_eq!(header.cursor, cursor as u32 + 1);
+        assert_eq!(header.steps_landed, cursor as u32 + 1);
         assert!(
             header.state == *expected,
             "state after step {cursor} differs from curta-core's"
@@ -494,28 +494,19 @@ async fn attacks_on_a_run_are_refused_without_effect() {
         custom(CurtaError::InvalidStepBudget),
     )
     .await;
-    // A step, then the same cursor again (a duplicate), then one ahead.
+    // Steps are order-free: a step carries a ticket the program does not read, so a step
+    // naming an old ticket again (another transaction: its budget differs) advances the run
+    // from where it stands, as any step does.
     bank.send(&step(&p.model, &p.weights, 0, 100_000), &[])
         .await
         .unwrap();
-    refused_unchanged(
-        &mut bank,
-        &r.run,
-        step(&p.model, &p.weights, 0, 100_001),
-        &[],
-        1,
-        custom(CurtaError::StaleCursor),
-    )
-    .await;
-    refused_unchanged(
-        &mut bank,
-        &r.run,
-        step(&p.model, &p.weights, 2, 100_000),
-        &[],
-        1,
-        custom(CurtaError::StaleCursor),
-    )
-    .await;
+    let once = read_run(&mut bank, &r.run).await;
+    bank.send(&step(&p.model, &p.weights, 0, 100_001), &[])
+        .await
+        .unwrap();
+    let twice = read_run(&mut bank, &r.run).await;
+    assert_eq!((once.steps_landed, twice.steps_landed), (1, 2));
+    assert_ne!(once.state, twice.state, "the second step did work");
     // Starting the same run again.
     let again = ix::start_run(
         &PROGRAM,
@@ -715,7 +706,7 @@ async fn steps_per_token(
                 &run,
                 &p.model,
                 &p.weights,
-                header.cursor,
+                header.steps_landed,
                 MAX_STEP_BUDGET,
             );
             let (result, logs, units) = bank.send_metered(&with_limit(vec![step]), &[]).await;

@@ -76,7 +76,7 @@ pub enum CurtaError {
     RunAddressMismatch = 34,
     #[error("run account data length is not 128 + the model's state length + 128 x steps")]
     RunSizeMismatch = 35,
-    #[error("step names another cursor than the run's")]
+    #[error("no longer returned: steps are order-free (the code stays reserved)")]
     StaleCursor = 36,
     #[error("the run has ended: no step is left to do")]
     RunEnded = 37,

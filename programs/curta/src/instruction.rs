@@ -86,19 +86,22 @@ pub enum InstructionData<'a> {
         prompt: Prompt<'a>,
     },
 
-    /// Advances the run by whole items of at most `budget` estimated compute units (stopping
-    /// at a generated token), if `cursor` is the run's.
+    /// Advances the run from wherever it stands by whole items of at most `budget` estimated
+    /// compute units (stopping at a generated token). `ticket` is not read: it only makes
+    /// the transaction unique, so that many steps may be in flight and land in any order.
     ///
     /// 0. `[writable]` run account
     /// 1. `[]` model
     /// 2. and on: `[]` every section's weight account, in section order
-    Step { cursor: u32, budget: u32 },
+    Step { ticket: u32, budget: u32 },
 
-    /// Closes a run: every lamport to the runner.
+    /// Closes a run: every lamport to the runner. `run` names the run's model address and
+    /// nonce: required to close an account at a run address whose header is still zero
+    /// (StartRun never ran), checked against the header otherwise.
     ///
     /// 0. `[writable]` run account
     /// 1. `[signer, writable]` runner
-    CloseRun,
+    CloseRun { run: Option<(&'a [u8; 32], u32)> },
 }
 
 /// A run's prompt on the wire: text (kind 0, a u32 count then the bytes) or token ids (kind 1,
@@ -174,11 +177,20 @@ impl<'a> InstructionData<'a> {
             7 => {
                 exact(8)?;
                 Some(InstructionData::Step {
-                    cursor: u32_at(rest, 0),
+                    ticket: u32_at(rest, 0),
                     budget: u32_at(rest, 4),
                 })
             }
-            8 => exact(0).map(|_| InstructionData::CloseRun),
+            8 => match rest.len() {
+                0 => Some(InstructionData::CloseRun { run: None }),
+                36 => {
+                    let (model, nonce) = rest.split_first_chunk::<32>()?;
+                    Some(InstructionData::CloseRun {
+                        run: Some((model, u32_at(nonce, 0))),
+                    })
+                }
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -252,10 +264,13 @@ mod host {
             prompt: OwnedPrompt,
         },
         Step {
-            cursor: u32,
+            ticket: u32,
             budget: u32,
         },
-        CloseRun,
+        CloseRun {
+            /// The run's model address and nonce (see [`InstructionData::CloseRun`]).
+            run: Option<([u8; 32], u32)>,
+        },
     }
 
     /// A run's prompt, owned.
@@ -321,8 +336,10 @@ mod host {
                             ),
                         },
                     },
-                    D::Step { cursor, budget } => CurtaInstruction::Step { cursor, budget },
-                    D::CloseRun => CurtaInstruction::CloseRun,
+                    D::Step { ticket, budget } => CurtaInstruction::Step { ticket, budget },
+                    D::CloseRun { run } => CurtaInstruction::CloseRun {
+                        run: run.map(|(model, nonce)| (*model, nonce)),
+                    },
                 },
             )
         }
@@ -389,12 +406,18 @@ mod host {
                         }
                     }
                 }
-                CurtaInstruction::Step { cursor, budget } => {
+                CurtaInstruction::Step { ticket, budget } => {
                     out.push(7);
-                    out.extend_from_slice(&cursor.to_le_bytes());
+                    out.extend_from_slice(&ticket.to_le_bytes());
                     out.extend_from_slice(&budget.to_le_bytes());
                 }
-                CurtaInstruction::CloseRun => out.push(8),
+                CurtaInstruction::CloseRun { run } => {
+                    out.push(8);
+                    if let Some((model, nonce)) = run {
+                        out.extend_from_slice(model);
+                        out.extend_from_slice(&nonce.to_le_bytes());
+                    }
+                }
             }
             out
         }
@@ -586,14 +609,15 @@ mod host {
         )
     }
 
-    /// Step `cursor` of a run with `budget` estimated compute units; `weights` are the
-    /// model's weight accounts in section order (read-only). No signer: anyone may step a run.
+    /// A Step of a run with `budget` estimated compute units; `weights` are the model's
+    /// weight accounts in section order (read-only); `ticket` any number that makes the
+    /// transaction unique (the program does not read it). No signer: anyone may step a run.
     pub fn step(
         program_id: &Pubkey,
         run: &Pubkey,
         model: &Pubkey,
         weights: &[Pubkey],
-        cursor: u32,
+        ticket: u32,
         budget: u32,
     ) -> Instruction {
         let mut accounts = alloc::vec![
@@ -604,19 +628,40 @@ mod host {
         instruction(
             program_id,
             accounts,
-            &CurtaInstruction::Step { cursor, budget },
+            &CurtaInstruction::Step { ticket, budget },
         )
     }
 
     /// CloseRun: every lamport of the run to its runner.
     pub fn close_run(program_id: &Pubkey, run: &Pubkey, runner: &Pubkey) -> Instruction {
+        close_run_account(program_id, run, runner, None)
+    }
+
+    /// CloseRun naming the run's model and nonce: closes an account at the run address of
+    /// (runner, model, nonce) whose header is zero (StartRun never ran there) as well as a run.
+    pub fn close_run_at(
+        program_id: &Pubkey,
+        run: &Pubkey,
+        runner: &Pubkey,
+        model: &Pubkey,
+        nonce: u32,
+    ) -> Instruction {
+        close_run_account(program_id, run, runner, Some((model.to_bytes(), nonce)))
+    }
+
+    fn close_run_account(
+        program_id: &Pubkey,
+        run: &Pubkey,
+        runner: &Pubkey,
+        named: Option<([u8; 32], u32)>,
+    ) -> Instruction {
         instruction(
             program_id,
             alloc::vec![
                 AccountMeta::new(*run, false),
                 AccountMeta::new(*runner, true)
             ],
-            &CurtaInstruction::CloseRun,
+            &CurtaInstruction::CloseRun { run: named },
         )
     }
 }

@@ -39,8 +39,8 @@ pub mod run_field {
     pub const NONCE: usize = 12;
     pub const MODEL: usize = 16;
     pub const RUNNER: usize = 48;
-    /// Steps that landed: every Step names it.
-    pub const CURSOR: usize = 80;
+    /// Steps that landed (counted, never checked: steps are order-free).
+    pub const STEPS_LANDED: usize = 80;
     pub const TEXT_LEN: usize = 84;
     pub const TEXT_CAPACITY: usize = 88;
     pub const STATE_LEN: usize = 92;
@@ -183,12 +183,26 @@ impl<'a> RunAccount<'a> {
         same_address(self.model(), model)
     }
 
-    pub fn cursor(&self) -> u32 {
-        self.u32_field(run_field::CURSOR)
+    pub fn nonce(&self) -> u32 {
+        self.u32_field(run_field::NONCE)
     }
 
-    pub fn set_cursor(&mut self, cursor: u32) {
-        self.set_u32_field(run_field::CURSOR, cursor)
+    /// The steps that landed so far.
+    pub fn steps_landed(&self) -> u32 {
+        self.u32_field(run_field::STEPS_LANDED)
+    }
+
+    pub fn count_step(&mut self) {
+        let landed = self.steps_landed().saturating_add(1);
+        self.set_u32_field(run_field::STEPS_LANDED, landed)
+    }
+
+    /// Whether the state's status is 0, running (docs/inference.md, "The state buffer"): read
+    /// in place before the model is loaded, so a step after the end is refused cheaply.
+    pub fn running(&self) -> bool {
+        let status = RUN_HEADER_LEN + curta_core::infer::state::field::STATUS;
+        self.state_len() as usize >= curta_core::infer::state::STATE_HEADER_LEN
+            && curta_core::le::u32_at(self.data, status) == 0
     }
 
     pub fn state_len(&self) -> u32 {
@@ -237,7 +251,8 @@ mod host {
         pub nonce: u32,
         pub model: Pubkey,
         pub runner: Pubkey,
-        pub cursor: u32,
+        /// Steps that landed (anyone's).
+        pub steps_landed: u32,
         pub state: Vec<u8>,
         pub text: Vec<u8>,
     }
@@ -247,14 +262,14 @@ mod host {
             let mut copy = data.to_vec();
             let mut run = RunAccount::new(&mut copy)?;
             let (model, runner) = (Pubkey::from(*run.model()), Pubkey::from(*run.runner()));
-            let (cursor, nonce) = (run.cursor(), run.u32_field(run_field::NONCE));
+            let (steps_landed, nonce) = (run.steps_landed(), run.nonce());
             let text_len = run.text_len() as usize;
             let (state, text) = run.state_and_text();
             Ok(RunHeader {
                 nonce,
                 model,
                 runner,
-                cursor,
+                steps_landed,
                 state: state.to_vec(),
                 text: text[..text_len].to_vec(),
             })

@@ -252,22 +252,27 @@ pub fn locate_chunk(sections: impl IntoIterator<Item = u32>, cursor: u32) -> Opt
     None
 }
 
-/// [`ModelAccount::locate_chunk`] in a function of its own, the result as one register:
-/// `section | chunk_in_section << 32`, or `u64::MAX`. Inlined into Seal, LLVM strength-reduced
-/// the later uses of the section into extra loop variables, spilled on every iteration.
+/// [`ModelAccount::locate_seal`] in a function of its own, the result as one register:
+/// `section | chunk_in_section << 32`, or `u64::MAX` (the cursor past the artifact, or the
+/// ticket outside the cursor's section). Inlined into Seal, LLVM strength-reduced the later
+/// uses of the section into extra loop variables, spilled on every iteration.
 #[inline(never)]
-fn locate_in(data: &[u8; MODEL_LEN], cursor: u32) -> u64 {
+fn locate_in(data: &[u8; MODEL_LEN], cursor: u32, ticket: u32) -> u64 {
     let count = (data[model_field::SECTION_COUNT] as usize).min(MAX_SECTIONS);
     // In u64, with no truncation to 32 bits per step (SBF's ALU is 64-bit), and the chunk
     // count as (length + 65,535) >> 16: `chunk_count` (div_ceil) without its remainder test.
     const SHIFT: u32 = curta_core::CHUNK_LEN.trailing_zeros();
     const _: () = assert!(curta_core::CHUNK_LEN == 1 << SHIFT);
-    let cursor = cursor as u64;
+    let (cursor, ticket) = (cursor as u64, ticket as u64);
     let mut first = 0u64;
     for section in 0..count {
         let length = word32(data, model_field::SECTION_LENGTHS + 4 * section) as u64;
         let chunks = (length + (1 << SHIFT) - 1) >> SHIFT;
         if cursor < first + chunks {
+            // Below the section's first chunk wraps around: one comparison.
+            if ticket.wrapping_sub(first) >= chunks {
+                return u64::MAX;
+            }
             return section as u64 | (cursor - first) << 32;
         }
         first += chunks;
@@ -336,10 +341,12 @@ impl<'a> ModelAccount<'a> {
     }
 
     /// The section of chunk `cursor` of the whole artifact, its declared length and the
-    /// chunk's index within it ([`locate_chunk`] over the declared lengths, read in place).
+    /// chunk's index within it ([`locate_chunk`] over the declared lengths, read in place);
+    /// `None` when the cursor is past the artifact or `ticket` (a Seal's chunk number) is not
+    /// a chunk of the cursor's section.
     #[inline(always)]
-    pub fn locate_chunk(&self, cursor: u32) -> Option<(usize, u32, u32)> {
-        match locate_in(self.data, cursor) {
+    pub fn locate_seal(&self, cursor: u32, ticket: u32) -> Option<(usize, u32, u32)> {
+        match locate_in(self.data, cursor, ticket) {
             u64::MAX => None,
             found => {
                 // Below the section count (at most 18): `min` changes nothing and lets the

@@ -62,9 +62,11 @@ pub fn process_instruction(
         InstructionData::StartRun { .. } => {
             from_code(start_run::process_start_run(program_id, accounts, data))
         }
-        InstructionData::Step { cursor, budget } => {
-            from_code(step::process_step(program_id, accounts, cursor, budget))
+        InstructionData::Step { budget, .. } => {
+            from_code(step::process_step(program_id, accounts, budget))
         }
-        InstructionData::CloseRun => close_run::process_close_run(program_id, accounts),
+        InstructionData::CloseRun { run } => {
+            close_run::process_close_run(program_id, accounts, run)
+        }
     }
 }

@@ -11,8 +11,8 @@ use crate::state::{
     WEIGHT_HEADER_LEN,
 };
 
-/// Seal: check the chunk against the model's pass and cursor, begin the pass at chunk 0 (the
-/// header check), then hash the chunk.
+/// Seal: check the chunk against the model's pass and the cursor's section, begin the pass at
+/// chunk 0 (the header check), then hash the chunk at the cursor.
 #[inline(always)]
 pub(super) fn process_seal(
     program_id: &Pubkey,
@@ -33,30 +33,33 @@ pub(super) fn process_seal(
     writable(weight_info)?;
     let mut model_data = owned_data(model_info, program_id)?;
     let mut model = ModelAccount::new(&mut model_data)?;
-    if let Some(authority) = authority {
-        authority_signs(model.authority(), authority)?;
-    }
-    model
-        .state()
-        .require(&[ModelState::Open, ModelState::Sealing])?;
-    // Sealing is reached only by a chunk 0 that found every account bound, and no account is
-    // bound outside Open: only an Open model can lack one.
-    if model.state() == ModelState::Open && !model.all_weights_bound() {
-        return Err(CurtaError::WeightAccountsMissing.into());
-    }
     // A Seal signed for an earlier model at this address (closed, then created again) names
     // that model's creation: it is refused before it can start or move a pass of this one.
     if creation != model.creation() {
         return Err(CurtaError::StaleCreation.into());
     }
+    // Chunk 0 begins a pass of an Open model (its cursor is 0); every later chunk moves the
+    // pass of a Sealing one (its cursor past 0): a start seal during a pass, or a crank before
+    // one began, is WrongState.
+    if let Some(authority) = authority {
+        authority_signs(model.authority(), authority)?;
+        model.state().require(&[ModelState::Open])?;
+        // Sealing is reached only by a chunk 0 that found every account bound, and no
+        // account is bound outside Open: only an Open model can lack one.
+        if !model.all_weights_bound() {
+            return Err(CurtaError::WeightAccountsMissing.into());
+        }
+    } else {
+        model.state().require(&[ModelState::Sealing])?;
+    }
     if pass != model.seal_pass() {
         return Err(CurtaError::StalePass.into());
     }
-    if chunk != model.seal_cursor() {
-        return Err(CurtaError::UnexpectedChunk.into());
-    }
+    // Seals are order-free within a section: the chunk hashed is always the one at the
+    // cursor, and `chunk` names one of that section's chunks (it makes the transaction
+    // unique).
     let (section, declared_length, chunk_in_section) = model
-        .locate_chunk(chunk)
+        .locate_seal(model.seal_cursor(), chunk)
         .ok_or(CurtaError::UnexpectedChunk)?;
     // The model's own data (borrowed above) holds no weight header. The runtime serializes an
     // account once and a repeated one is the same entry: the same key means the same key's

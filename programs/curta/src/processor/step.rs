@@ -16,17 +16,15 @@ use crate::state::{same_address, WeightFields, WEIGHT_HEADER_LEN};
 
 /// Its own stack frame, as StartRun's: the error code out (0 for success).
 #[inline(never)]
-pub(super) fn process_step(
-    program_id: &Pubkey,
-    accounts: &[AccountInfo],
-    cursor: u32,
-    budget: u32,
-) -> u64 {
-    error_code(step(program_id, accounts, cursor, budget))
+pub(super) fn process_step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> u64 {
+    error_code(step(program_id, accounts, budget))
 }
 
+/// The step does not read its ticket: any number of steps may be in flight and land in any
+/// order, each advancing the run from wherever it stands (the ticket only makes the
+/// transaction unique).
 #[inline(always)]
-fn step(program_id: &Pubkey, accounts: &[AccountInfo], cursor: u32, budget: u32) -> ProgramResult {
+fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramResult {
     let [run_info, model_info, weight_infos @ ..] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
     };
@@ -35,6 +33,11 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], cursor: u32, budget: u32)
     let mut run = RunAccount::new(&mut data)?;
     if !run.belongs_to_model(model_info.key()) {
         return Err(CurtaError::WrongModel.into());
+    }
+    // A step that lands after the run ended (pipelined steps sent for its last token) is
+    // refused before any weight account is read.
+    if !run.running() {
+        return Err(CurtaError::RunEnded.into());
     }
     let (config, model_data) = sealed_model(model_info, program_id)?;
     if weight_infos.len() != config.section_count() {
@@ -58,9 +61,6 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], cursor: u32, budget: u32)
             info.key(),
         )?;
         sections[section] = &bytes[WEIGHT_HEADER_LEN..];
-    }
-    if cursor != run.cursor() {
-        return Err(CurtaError::StaleCursor.into());
     }
     if budget == 0 || budget > MAX_STEP_BUDGET {
         return Err(CurtaError::InvalidStepBudget.into());
@@ -86,6 +86,6 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], cursor: u32, budget: u32)
     if let Some(piece) = piece {
         run.append_text(piece.bytes());
     }
-    run.set_cursor(cursor + 1);
+    run.count_step();
     Ok(())
 }
