@@ -15,6 +15,8 @@ mod late;
 mod layouts;
 #[path = "client/onchain_run.rs"]
 mod onchain_run;
+#[path = "client/pipelined.rs"]
+mod pipelined;
 #[path = "client/prefunded.rs"]
 mod prefunded;
 #[path = "client/priced.rs"]
@@ -108,5 +110,87 @@ pub async fn live_accounts<T: Transport>(
         .map(|(k, _)| k)
         .collect()
 }
+/// Sends `instructions` with a 1,400,000 compute-unit limit, paid and signed by `payer`,
+/// straight to the bank (no engine): the transaction's result.
+pub async fn send_limited(
+    bank: &BankTransport,
+    payer: &Keypair,
+    instructions: &[solana_instruction::Instruction],
+) -> Result<(), solana_transaction_error::TransactionError> {
+    use solana_compute_budget_interface::ComputeBudgetInstruction;
+    let mut all = vec![ComputeBudgetInstruction::set_compute_unit_limit(1_400_000)];
+    all.extend_from_slice(instructions);
+    let client = bank.banks_client();
+    let blockhash = client.get_latest_blockhash().await.unwrap();
+    let tx = solana_transaction::Transaction::new_signed_with_payer(
+        &all,
+        Some(&payer.pubkey()),
+        &[payer],
+        blockhash,
+    );
+    client.process_transaction(tx).await.map_err(|e| e.unwrap())
+}
+
+/// A run started by hand (create_account_with_seed + StartRun in one transaction, as an
+/// interrupted client leaves it): its address, the rent put in, the model's weight accounts.
+pub struct HandRun {
+    pub address: Pubkey,
+    pub rent: u64,
+    pub weights: Vec<Pubkey>,
+}
+
+/// Starts run `nonce` of `runner` on the sealed `model` of `artifact` by hand.
+pub async fn start_run_by_hand(
+    bank: &BankTransport,
+    runner: &Keypair,
+    artifact: &[u8],
+    model: &Pubkey,
+    nonce: u32,
+    steps: u32,
+    settings: &curta_core::infer::Settings,
+    prompt: curta_program::instruction::OwnedPrompt,
+) -> HandRun {
+    use curta_program::run::{run_address, run_len, run_seed};
+    let account = bank
+        .get_accounts(&[*model])
+        .await
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    let sealed = curta_program::state::Model::unpack(&account.data).unwrap();
+    let weights = sealed.weight_accounts[..sealed.sections().len()].to_vec();
+    let (program, me) = (curta_program::id(), runner.pubkey());
+    let address = run_address(&program, &me, model, nonce);
+    let config = curta_core::decode(artifact).unwrap().config();
+    let len = run_len(&config, steps) as usize;
+    let rent = bank.rent_minimum(len).await.unwrap();
+    let create = solana_system_interface::instruction::create_account_with_seed(
+        &me,
+        &address,
+        &me,
+        &run_seed(model, nonce),
+        rent,
+        len as u64,
+        &program,
+    );
+    let start = curta_program::instruction::start_run(
+        &program,
+        &address,
+        &me,
+        model,
+        &weights[0],
+        nonce,
+        steps,
+        settings,
+        prompt,
+    );
+    send_limited(bank, runner, &[create, start]).await.unwrap();
+    HandRun {
+        address,
+        rent,
+        weights,
+    }
+}
+
 #[path = "client/rpc.rs"]
 mod rpc;

@@ -47,10 +47,12 @@ pub fn fixed_limit(kind: Kind) -> u32 {
         Kind::Write => 2_000,
         Kind::Seal => 120_000,
         Kind::Reopen | Kind::Close => 50_000,
-        // A run's start (create_account_with_seed and StartRun) and every step ask for the
-        // most a transaction may: a step's units depend on its stage and position, and the
-        // program bounds each step's estimate (MAX_STEP_BUDGET) under 1,200,000.
-        Kind::StartRun | Kind::Step => MAX_COMPUTE_UNITS,
+        // A run's start (create_account_with_seed and StartRun) asks for the most a
+        // transaction may (a text prompt is tokenized on chain); a step's units depend on its
+        // stage and position, and the program bounds each step under 1,200,000: every step
+        // asks for the same limit, tight enough to pack the run account's share of a block.
+        Kind::StartRun => MAX_COMPUTE_UNITS,
+        Kind::Step => crate::onchain::pipeline::STEP_UNITS,
         Kind::CloseRun => 50_000,
     }
 }
@@ -355,7 +357,7 @@ impl<'a, T: Transport> Engine<'a, T> {
         }
     }
 
-    pub fn transport(&self) -> &T {
+    pub fn transport(&self) -> &'a T {
         self.transport
     }
 
@@ -371,7 +373,7 @@ impl<'a, T: Transport> Engine<'a, T> {
         let mut instructions = Vec::with_capacity(item.instructions.len() + 2);
         if self.price.is_none() && matches!(item.kind, Kind::StartRun | Kind::Step) {
             instructions.push(ComputeBudgetInstruction::set_compute_unit_limit(
-                MAX_COMPUTE_UNITS,
+                fixed_limit(item.kind),
             ));
         }
         if let Some(price) = self.price {

@@ -121,6 +121,9 @@ pub enum Error {
     },
     #[error("{0}")]
     Stalled(String),
+    /// The client refuses an operation on what it found on chain (nothing was sent).
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// "1.5 SOL" for a number of lamports.

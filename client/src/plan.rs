@@ -234,10 +234,16 @@ fn weight_creation(
     }
 }
 
-/// Seal items from the model's cursor to its last chunk, in chunk order, for the model of
-/// program `program`.
+/// Seal items from the model's cursor to the end of its section (chunk 0 alone), for the
+/// model of program `program`.
 pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Item> {
-    (model.seal_cursor..model.total_chunks)
+    // The seals of the cursor's section: they may land in any order (each hashes the chunk at
+    // the cursor); the next section's wait until this one is hashed. Chunk 0 goes alone.
+    let end = match model.seal_cursor {
+        0 => 1,
+        cursor => section_end(model, cursor),
+    };
+    (model.seal_cursor..end)
         .map(|chunk| {
             let (section, _) = model.locate_chunk(chunk).unwrap_or((0, 0));
             Item {
@@ -266,6 +272,18 @@ pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Ite
             }
         })
         .collect()
+}
+
+/// The index past the last chunk of the section that chunk `cursor` is in.
+fn section_end(model: &Model, cursor: u32) -> u32 {
+    let mut end = 0;
+    for &length in model.sections() {
+        end += curta_core::chunk_count(length as u64) as u32;
+        if cursor < end {
+            return end;
+        }
+    }
+    model.total_chunks
 }
 
 /// The Reopen of the model: every weight account, in section order.

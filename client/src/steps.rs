@@ -404,8 +404,10 @@ pub(crate) fn refuse_mismatch(model_address: &Pubkey, model: &Model) -> Result<(
     }
 }
 
-/// Sends Seal transactions from the on-chain cursor until the model is Sealed; re-plans from
-/// the cursor whenever a seal was dropped or refused as out of order.
+/// Sends Seal transactions from the on-chain cursor until the model is Sealed, a section per
+/// round: the seals of a section are in flight together and land in any order; re-plans from
+/// the cursor after each round (and whenever a seal was refused: a stranger's crank may have
+/// moved the cursor into the next section).
 pub(crate) async fn seal_rounds<T: Transport>(
     engine: &mut Engine<'_, T>,
     model_address: &Pubkey,
@@ -441,7 +443,7 @@ pub(crate) async fn seal_rounds<T: Transport>(
         let items = plan::seals(&engine.transport().program_id(), model_address, &model);
         engine.timeline.planning += planning.elapsed();
         let window = engine.profile.seal_window;
-        for failure in engine.run(items, window, true).await? {
+        for failure in engine.run(items, window, false).await? {
             match curta_error(&failure.error) {
                 // Out of order after a dropped seal, or a pass that moved on: plan again.
                 Some(CurtaError::UnexpectedChunk) | Some(CurtaError::StalePass) => {}

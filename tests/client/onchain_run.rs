@@ -5,16 +5,14 @@
 //! resumes from the chain.
 
 use super::*;
-use curta_client::onchain::{run_on_chain, RunOnChainError, RunRequest};
+use curta_client::onchain::{close_run, run_on_chain, RunOnChainError, RunRef, RunRequest};
 use curta_client::run::{detokenize, generate, Prompt};
 use curta_client::{publish, Error};
 use curta_core::infer::{state_len, Model, Run, Settings, Status};
 use curta_program::instruction as ix;
-use curta_program::run::{run_address, run_len, run_seed, step_costs, MAX_STEP_BUDGET};
+use curta_program::run::{run_address, run_len, step_costs, MAX_STEP_BUDGET};
 use solana_compute_budget_interface::ComputeBudgetInstruction;
-use solana_instruction::Instruction;
 use solana_message::Message;
-use solana_transaction::Transaction;
 
 /// The synthetic grouped-query model (8 sections, 8 heads over 2 key/value heads, untied
 /// classifier), as tests/program/runs.rs builds it.
@@ -122,12 +120,10 @@ async fn run_and_compare(
         "{context}: streamed text"
     );
     assert_eq!(run.steps, expected_steps, "{context}: steps");
-    assert_eq!(run.step_units.len() as u32, expected_steps);
-    assert!(
-        run.step_units.iter().all(|&u| u > 0 && u <= 1_200_000),
-        "{context}: step units {:?}",
-        run.step_units
-    );
+    // Nobody else stepped: every step is the client's, none landed after the end.
+    assert_eq!(run.steps_sent, expected_steps, "{context}: steps sent");
+    assert_eq!(run.steps_landed, expected_steps, "{context}: steps landed");
+    assert_eq!((run.steps_after_end, run.steps_by_others), (0, 0));
     assert_eq!(run.transactions, expected_steps as u64 + 2, "{context}");
     assert_eq!(run.failed_transactions, 0);
     assert_eq!(
@@ -150,11 +146,10 @@ async fn run_and_compare(
     assert_eq!(run.run, address.to_string());
     assert!(bank.get_accounts(&[address]).await.unwrap()[0].is_none());
     println!(
-        "{context}: {} tokens, {} steps, {} CU in steps (at most {}), start {:?} CU (prompt as {:?}), fees {}",
+        "{context}: {} tokens, {} steps ({} in flight), start {:?} CU (prompt as {:?}), fees {}",
         run.tokens.len(),
         run.steps,
-        run.step_units.iter().sum::<u64>(),
-        run.step_units.iter().max().unwrap(),
+        run.window,
         run.start_units,
         run.prompt_sent_as,
         run.fees
@@ -290,16 +285,6 @@ async fn a_runner_too_poor_is_refused_before_anything_is_sent() {
     assert_eq!(bank.balance(&poor.pubkey()).await.unwrap(), SOL);
 }
 
-/// Sends `instructions` with a 1,400,000 compute-unit limit, paid and signed by `payer`.
-async fn send(bank: &BankTransport, payer: &Keypair, instructions: &[Instruction]) {
-    let mut all = vec![ComputeBudgetInstruction::set_compute_unit_limit(1_400_000)];
-    all.extend_from_slice(instructions);
-    let client = bank.banks_client();
-    let blockhash = client.get_latest_blockhash().await.unwrap();
-    let tx = Transaction::new_signed_with_payer(&all, Some(&payer.pubkey()), &[payer], blockhash);
-    client.process_transaction(tx).await.unwrap();
-}
-
 /// A run started and stepped three times by hand (as a client interrupted after its third
 /// step leaves it) is resumed from the chain: the same tokens and text as the off-chain run,
 /// only the remaining steps and the close paid, the rent returned. A run of other settings at
@@ -312,17 +297,7 @@ async fn an_interrupted_run_resumes_from_the_chain() {
         .await
         .unwrap();
     let model = model_of(&runner.pubkey(), &artifact);
-    let account = bank
-        .get_accounts(&[model])
-        .await
-        .unwrap()
-        .remove(0)
-        .unwrap();
-    let sealed = curta_program::state::Model::unpack(&account.data).unwrap();
-    let weights = sealed.weight_accounts[..2].to_vec();
-    let program = curta_program::id();
-    let me = runner.pubkey();
-    let config = curta_core::decode(&artifact).unwrap().config();
+    let (program, me) = (curta_program::id(), runner.pubkey());
     let (steps, nonce, settings) = (
         10u32,
         5u32,
@@ -332,43 +307,41 @@ async fn an_interrupted_run_resumes_from_the_chain() {
         },
     );
     let prompt = Prompt::Text(b"Once upon a time".to_vec());
-    let address = run_address(&program, &me, &model, nonce);
-    let len = run_len(&config, steps) as usize;
-    let rent = bank.rent_minimum(len).await.unwrap();
-    let create = solana_system_interface::instruction::create_account_with_seed(
-        &me,
-        &address,
-        &me,
-        &run_seed(&model, nonce),
+    let HandRun {
+        address,
         rent,
-        len as u64,
-        &program,
-    );
-    let start = ix::start_run(
-        &program,
-        &address,
-        &me,
+        weights,
+    } = start_run_by_hand(
+        &bank,
+        &runner,
+        &artifact,
         &model,
-        &weights[0],
         nonce,
         steps,
         &settings,
         ix::OwnedPrompt::Text(b"Once upon a time".to_vec()),
-    );
-    send(&bank, &runner, &[create, start]).await;
-    for cursor in 0..3 {
+    )
+    .await;
+    for ticket in 0..3 {
         let step = ix::step(
             &program,
             &address,
             &model,
             &weights,
-            cursor,
+            ticket,
             MAX_STEP_BUDGET,
         );
-        send(&bank, &runner, &[step]).await;
+        send_limited(&bank, &runner, &[step]).await.unwrap();
     }
 
-    // Other settings at the same nonce: refused, nothing sent.
+    // Other settings at the same nonce: refused, nothing sent. The message names the point of
+    // progress the chain's run reached (state bytes 28, 32, 36 after the 128-byte header).
+    let data = bank.get_accounts(&[address]).await.unwrap()[0]
+        .clone()
+        .unwrap()
+        .data;
+    let field = |at: usize| u32::from_le_bytes(data[128 + at..132 + at].try_into().unwrap());
+    let (position, stage, item) = (field(28), field(32), field(36));
     let before = bank.balance(&me).await.unwrap();
     let mut other = RunRequest::new(
         prompt.clone(),
@@ -388,7 +361,7 @@ async fn an_interrupted_run_resumes_from_the_chain() {
     );
     assert_eq!(
         err.to_string(),
-        format!("run account {address}: at cursor 3 holds another run than this prompt and these settings (prompt, --temperature, --top-p and --seed must be the ones it was started with): run the same command as started it, or pass another --nonce")
+        format!("run account {address}: at position {position}, stage {stage}, item {item} holds another run than this prompt and these settings (prompt, --temperature, --top-p and --seed must be the ones it was started with): run the same command as started it; `client close-run --model {model} --nonce {nonce}` closes it and returns its lamports, or pass another --nonce")
     );
     // Another token count: refused by the account's length.
     other = RunRequest::new(prompt.clone(), Some(steps + 1), settings);
@@ -418,7 +391,8 @@ async fn an_interrupted_run_resumes_from_the_chain() {
     assert_eq!(run.text_bytes, text);
     assert_eq!(streamed, tokens);
     assert_eq!(run.steps, total);
-    assert_eq!(run.step_units.len() as u32, total - 3);
+    assert_eq!(run.steps_sent, total - 3);
+    assert_eq!(run.steps_landed, total);
     assert_eq!(run.start_units, None);
     assert_eq!(run.transactions, (total - 3) as u64 + 1);
     assert_eq!(run.fees, fee * ((total - 3) as u64 + 1));
@@ -452,8 +426,8 @@ async fn an_interrupted_run_resumes_from_the_chain() {
 
 /// The same run over RPC (solana-client's RpcClient against the JSON-RPC node of
 /// tests/support/rpc_shim.rs, which runs the program on a bank), with a compute-unit price:
-/// the tokens and text of the off-chain run, every step carrying the 1,400,000 limit (so
-/// paying 5,000 + 1,400 lamports at 1,000 micro-lamports per unit), exact lamports on the bank.
+/// the tokens and text of the off-chain run, every step carrying the 1,250,000 limit (so
+/// paying 5,000 + 1,250 lamports at 1,000 micro-lamports per unit), exact lamports on the bank.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_rpc_with_a_price_the_run_equals_client_run() {
     use curta_client::RpcTransport;
@@ -484,81 +458,94 @@ async fn over_rpc_with_a_price_the_run_equals_client_run() {
     assert_eq!(run.text_bytes, text);
     assert_eq!(run.steps as u64, steps);
     assert_eq!(run.transactions, steps + 2);
-    // Each step carries 1,400,000; the start its measured limit (1.2 x units + 1,000); the
+    // Each step carries 1,250,000; the start its measured limit (1.2 x units + 1,000); the
     // close the fixed 50,000 (priced before the run account exists, so not measurable). The
     // client measures a transaction without its SetComputeUnitPrice instruction, a builtin of
     // 150 units that the start's simulation (`start_units`) counts.
     let limit = |units: u64| units + units / 5 + 1_000;
     let priced = |limit: u64| 5_000 + (1_000 * limit).div_ceil(1_000_000);
     let measured = run.start_units.unwrap() - 150;
-    let expected = steps * priced(1_400_000) + priced(limit(measured)) + priced(50_000);
+    let expected = steps * priced(1_250_000) + priced(limit(measured)) + priced(50_000);
     assert_eq!(run.fees, expected);
     let after = shim.banks().get_balance(runner.pubkey()).await.unwrap();
     assert_eq!(after, before - run.fees);
 }
 
-/// A step the program refuses (here the run's state is corrupted in the bank after the second
-/// token: its status 7) stops the run with the program's reason, and the client closes the
-/// run: the rent comes back, only the fees of what landed are spent. Nothing is sent after
-/// the refusal but the close.
+/// A run account whose state no run of these inputs reaches (here its status set to 7 in the
+/// bank after three steps) is refused without a transaction, naming the command that frees the
+/// nonce; `client close-run` then returns every lamport it held to the runner.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_step_closes_the_run_and_returns_the_rent() {
+async fn a_run_the_client_refuses_to_resume_is_closed_by_close_run() {
     let artifact = curta_tests::stories260k_artifact();
     let (bank, runner) = bank(100 * SOL).await;
     publish(&bank, &runner, &artifact, true, &options())
         .await
         .unwrap();
     let model = model_of(&runner.pubkey(), &artifact);
-    let address = run_address(&curta_program::id(), &runner.pubkey(), &model, 0);
-    let fee = fee_per_transaction(&bank, &runner.pubkey()).await;
-    let before = bank.balance(&runner.pubkey()).await.unwrap();
-    let prompt = Prompt::Tokens(vec![1]);
-    let request = RunRequest::new(prompt.clone(), Some(8), Settings::greedy());
-    let mut seen = 0;
-    let err = run_on_chain(&bank, &runner, &model, &request, |_, _| {
-        seen += 1;
-        if seen == 2 {
-            let mut account = tokio::task::block_in_place(|| {
-                tokio::runtime::Handle::current()
-                    .block_on(bank.get_accounts(&[address]))
-                    .unwrap()
-                    .remove(0)
-                    .unwrap()
-            });
-            let at = 128 + curta_core::infer::state::field::STATUS;
-            account.data[at..at + 4].copy_from_slice(&7u32.to_le_bytes());
-            bank.set_account(&address, account);
-        }
-    })
-    .await
-    .unwrap_err();
-    let RunOnChainError::StepRefused {
-        address: a,
-        cursor,
-        after,
-        ..
-    } = &err
-    else {
-        panic!("expected StepRefused, got {err}");
-    };
-    assert_eq!(*a, address);
-    assert_eq!(seen, 2);
-    assert_eq!(
-        after.as_deref(),
-        Some(
-            format!(
-                "the run account {address} was closed and its rent returned to {}",
-                runner.pubkey()
-            )
-            .as_str()
-        )
+    let (program, me, nonce, steps) = (curta_program::id(), runner.pubkey(), 3u32, 8u32);
+    let HandRun {
+        address,
+        rent,
+        weights,
+    } = start_run_by_hand(
+        &bank,
+        &runner,
+        &artifact,
+        &model,
+        nonce,
+        steps,
+        &Settings::greedy(),
+        ix::OwnedPrompt::Tokens(vec![1]),
+    )
+    .await;
+    for ticket in 0..3 {
+        let step = ix::step(
+            &program,
+            &address,
+            &model,
+            &weights,
+            ticket,
+            MAX_STEP_BUDGET,
+        );
+        send_limited(&bank, &runner, &[step]).await.unwrap();
+    }
+    let mut account = bank
+        .get_accounts(&[address])
+        .await
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    let at = 128 + curta_core::infer::state::field::STATUS;
+    account.data[at..at + 4].copy_from_slice(&7u32.to_le_bytes());
+    bank.set_account(&address, account);
+    bank.settle().await;
+
+    let before = bank.balance(&me).await.unwrap();
+    let mut request = RunRequest::new(Prompt::Tokens(vec![1]), Some(steps), Settings::greedy());
+    request.nonce = nonce;
+    let err = run_on_chain(&bank, &runner, &model, &request, |_, _| panic!("no token"))
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(&err, RunOnChainError::RunAccount { address: a, .. } if *a == address),
+        "{err}"
     );
-    assert!(err.to_string().contains("InvalidRun"), "{err}");
+    assert!(
+        message.contains(&format!(
+            "`client close-run --model {model} --nonce {nonce}` closes it and returns its lamports"
+        )),
+        "{message}"
+    );
+    assert_eq!(bank.balance(&me).await.unwrap(), before);
+
+    let fee = fee_per_transaction(&bank, &me).await;
+    let closed = close_run(&bank, &runner, RunRef::Address(address), None)
+        .await
+        .unwrap();
+    assert_eq!(closed.returned, rent);
+    assert_eq!(closed.fee, fee);
+    assert_eq!(closed.balance_after, before + rent - fee);
+    assert_eq!(bank.balance(&me).await.unwrap(), before + rent - fee);
     assert!(bank.get_accounts(&[address]).await.unwrap()[0].is_none());
-    // Start, the steps up to the second token, the close: nothing else was paid.
-    let landed = 1 + *cursor as u64 + 1;
-    assert_eq!(
-        bank.balance(&runner.pubkey()).await.unwrap(),
-        before - landed * fee
-    );
 }

@@ -49,6 +49,10 @@ pub enum Command {
     /// Publish and seal an artifact in an in-process bank running the real program, then run it
     /// on chain there (as `run --on-chain`): tokens, transactions, compute units, lamports
     RehearseRun(run::RehearseRunArgs),
+    /// List the signer's runs of a model: nonce, address, status, tokens, rent
+    Runs(run::RunsArgs),
+    /// Close one of the signer's runs (running, ended, or never started) and recover its rent
+    CloseRun(run::CloseRunArgs),
     /// Teacher-forced evaluation of an artifact: argmax and negative log-likelihood per position
     Perplexity(run::PerplexityArgs),
     /// Compare the executable deployed at a program id with the local build (sha256 without
@@ -78,6 +82,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args, global),
         Command::RehearseRun(args) => run::rehearse_run(args, global),
         Command::Perplexity(args) => run::perplexity_command(args, global),
+        Command::Runs(args) => run::runs(args, global),
+        Command::CloseRun(args) => run::close_run(args, global),
         Command::VerifyProgram(args) => program::verify_program(args, global),
     };
     match result {

@@ -33,6 +33,35 @@ pub struct RunArgs {
     /// address); the same command with the same nonce resumes an interrupted run [default: 0]
     #[arg(long, requires = "on_chain")]
     pub nonce: Option<u32>,
+    /// With --on-chain: the compute units a block gives one writable account [default: read
+    /// from the cluster's features: 40,000,000 with SIMD-0286, 24,000,000 with SIMD-0306,
+    /// else 12,000,000]; the steps in flight are this over a step's 1,250,000
+    #[arg(long, requires = "on_chain", value_name = "UNITS")]
+    pub account_cu_limit: Option<u64>,
+}
+
+/// `client runs`: the signer's runs of a model.
+#[derive(Args, Debug)]
+pub struct RunsArgs {
+    /// The model's address
+    pub model: String,
+    /// The nonces to look at: `A..B` (B excluded) or a count from 0
+    #[arg(long, default_value = "0..256", value_name = "A..B")]
+    pub nonces: String,
+}
+
+/// `client close-run`: closes one of the signer's runs, every lamport back.
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["run", "model"])))]
+pub struct CloseRunArgs {
+    /// The run account's address
+    pub run: Option<String>,
+    /// The model of the run (with --nonce): needed for an account StartRun never initialized
+    #[arg(long, requires = "nonce", conflicts_with = "run")]
+    pub model: Option<String>,
+    /// The run's nonce (with --model)
+    #[arg(long, requires = "model")]
+    pub nonce: Option<u32>,
 }
 
 /// The generation options `run` and `rehearse-run` share.
@@ -249,27 +278,33 @@ fn on_chain_summary(run: &OnChainRun) -> String {
         Status::EndToken => "ended by token",
         _ => "steps done",
     };
-    let most = run.step_units.iter().max().copied().unwrap_or(0);
     let resumed = run
         .resumed_from
-        .map_or(String::new(), |c| format!(", resumed at step {c}"));
+        .map_or(String::new(), |c| format!(", resumed after {c} steps"));
+    let others = match run.steps_by_others {
+        0 => String::new(),
+        n => format!(", {n} steps sent by others"),
+    };
     let rent = match run.closed {
         true => format!("rent {} lamports paid and returned at close", run.rent),
         false => format!(
-            "run account kept, holding {} lamports of rent (close it: the same command without --keep)",
-            run.rent_held
+            "run account kept, holding {} lamports of rent (close it: `client close-run {}`)",
+            run.rent_held, run.run
         ),
     };
     format!(
-        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps, {} transactions ({} failed), {} compute units (at most {most} in a step), fees {} lamports, {rent}; the runner spent {} lamports; seed {}, weights hash {}",
+        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end, up to {} in flight ({} units per account and block, {}), {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {}, weights hash {}",
         run.tokens.len(),
         run.seconds,
         run.run,
         run.nonce,
-        run.steps,
+        run.steps_sent,
+        run.steps_after_end,
+        run.window,
+        run.account_limit.units,
+        run.account_limit.source,
         run.transactions,
         run.failed_transactions,
-        run.total_units(),
         run.fees,
         run.lamports_spent(),
         run.seed,
@@ -279,7 +314,6 @@ fn on_chain_summary(run: &OnChainRun) -> String {
 
 fn on_chain_json(run: &OnChainRun) -> Result<serde_json::Value> {
     let mut json = serde_json::to_value(run)?;
-    json["compute_units"] = serde_json::json!(run.total_units());
     json["lamports_spent"] = serde_json::json!(run.lamports_spent() as i64);
     json["end"] = serde_json::json!(match run.end {
         Status::EndToken => "end token",
@@ -311,7 +345,8 @@ fn run_on_chain(args: RunArgs, global: GlobalArgs) -> Result<()> {
     }
     let address = solana_pubkey::Pubkey::from_str(&args.model)
         .map_err(|_| anyhow!("'{}' is not a base-58 model address", args.model))?;
-    let request = request(&args.generation, args.nonce, args.keep, &global)?;
+    let mut request = request(&args.generation, args.nonce, args.keep, &global)?;
+    request.account_limit = args.account_cu_limit;
     let keypair = global.keypair()?;
     let runtime = runtime()?;
     let t = rpc(&global, &runtime)?;
@@ -339,6 +374,88 @@ fn run_on_chain(args: RunArgs, global: GlobalArgs) -> Result<()> {
         Output::Json => emit(&(serde_json::to_string_pretty(&on_chain_json(&run)?)? + "\n"))?,
     }
     Ok(())
+}
+
+fn pubkey(what: &str, text: &str) -> Result<solana_pubkey::Pubkey> {
+    solana_pubkey::Pubkey::from_str(text)
+        .map_err(|_| anyhow!("{what} '{text}' is not a base-58 address"))
+}
+
+/// `A..B` (B excluded), or a count `N` meaning `0..N`.
+fn nonce_range(text: &str) -> Result<std::ops::Range<u32>> {
+    let bad = || anyhow!("--nonces '{text}': expected A..B (B excluded, A < B) or a count");
+    let range = match text.split_once("..") {
+        Some((a, b)) => {
+            a.trim().parse().map_err(|_| bad())?..b.trim().parse().map_err(|_| bad())?
+        }
+        None => 0..text.trim().parse().map_err(|_| bad())?,
+    };
+    if range.is_empty() {
+        return Err(bad());
+    }
+    Ok(range)
+}
+
+pub fn runs(args: RunsArgs, global: GlobalArgs) -> Result<()> {
+    let model = pubkey("model", &args.model)?;
+    let nonces = nonce_range(&args.nonces)?;
+    let runner = global.keypair()?;
+    let runtime = runtime()?;
+    let t = rpc(&global, &runtime)?;
+    let me = solana_signer::Signer::pubkey(&runner);
+    let listed = runtime.block_on(crate::onchain::runs(&t, &me, &model, nonces.clone()))?;
+    match global.output {
+        Output::Text => {
+            let mut text = format!(
+                "runs of {me} on model {model} at nonces {}..{}: {}\n",
+                nonces.start,
+                nonces.end,
+                listed.len()
+            );
+            for r in &listed {
+                text += &format!(
+                    "  nonce {:>4}  {}  {:<14} position {:>4}, {:>4} of {:>4} tokens, {:>5} steps landed, rent {} lamports\n",
+                    r.nonce, r.address, r.status, r.position, r.tokens, r.steps, r.steps_landed, r.rent
+                );
+            }
+            if !listed.is_empty() {
+                text += "close one with `client close-run <ADDRESS>` (or --model M --nonce N)\n";
+            }
+            emit(&text)
+        }
+        Output::Json => emit(&(serde_json::to_string_pretty(&listed)? + "\n")),
+    }
+}
+
+pub fn close_run(args: CloseRunArgs, global: GlobalArgs) -> Result<()> {
+    let which = match (&args.run, &args.model, args.nonce) {
+        (Some(run), _, _) => crate::onchain::RunRef::Address(pubkey("run", run)?),
+        (None, Some(model), Some(nonce)) => crate::onchain::RunRef::Nonce {
+            model: pubkey("model", model)?,
+            nonce,
+        },
+        _ => bail!("give the run's address, or --model and --nonce"),
+    };
+    let runner = global.keypair()?;
+    let runtime = runtime()?;
+    let t = rpc(&global, &runtime)?;
+    let closed = runtime.block_on(crate::onchain::close_run(
+        &t,
+        &runner,
+        which,
+        global.compute_unit_price,
+    ))?;
+    match global.output {
+        Output::Text => emit(&format!(
+            "closed run account {}: {} lamports returned, fee {} lamports (balance {} -> {})\n",
+            closed.address,
+            closed.returned,
+            closed.fee,
+            closed.balance_before,
+            closed.balance_after
+        )),
+        Output::Json => emit(&(serde_json::to_string_pretty(&closed)? + "\n")),
+    }
 }
 
 pub fn rehearse_run(args: RehearseRunArgs, global: GlobalArgs) -> Result<()> {

@@ -46,7 +46,7 @@ pub struct Simulation {
 pub struct Profile {
     /// Most transactions in flight at once.
     pub window: usize,
-    /// Most seal transactions in flight at once (1 when the transport may reorder them).
+    /// Most seal transactions in flight at once (the seals of one section are order-free).
     pub seal_window: usize,
     /// Pause between two status polls when nothing resolved.
     pub poll: Duration,
