@@ -140,6 +140,7 @@ pub struct HandRun {
 }
 
 /// Starts run `nonce` of `runner` on the sealed `model` of `artifact` by hand.
+#[allow(clippy::too_many_arguments)]
 pub async fn start_run_by_hand(
     bank: &BankTransport,
     runner: &Keypair,

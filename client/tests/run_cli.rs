@@ -266,15 +266,17 @@ fn rehearse_run_equals_run_and_reports_the_chain_figures() {
     }
     let steps = on["steps"].as_u64().unwrap();
     assert_eq!(on["transactions"].as_u64().unwrap(), steps + 2);
-    assert_eq!(on["step_units"].as_array().unwrap().len() as u64, steps);
+    assert_eq!(on["steps_sent"].as_u64(), Some(steps));
+    assert_eq!(on["steps_landed"].as_u64(), Some(steps));
+    assert_eq!(on["steps_after_end"].as_u64(), Some(0));
     assert_eq!(on["lamports_spent"].as_u64(), on["fees"].as_u64());
     assert_eq!(on["closed"], true);
     assert_eq!(on["rehearsal"]["state"], "Sealed");
     for key in [
         "balance_after",
         "balance_before",
+        "account_limit",
         "close_units",
-        "compute_units",
         "end",
         "failed_transactions",
         "fees",
@@ -286,7 +288,9 @@ fn rehearse_run_equals_run_and_reports_the_chain_figures() {
         "run",
         "seconds",
         "start_units",
+        "step_unit_limit",
         "tokens_per_second",
+        "window",
     ] {
         assert!(on.get(key).is_some(), "{key} in {on}");
     }
