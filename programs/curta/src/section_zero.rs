@@ -4,7 +4,8 @@
 //! reserved bytes zero, the section table tiling from 0 with exactly the declared lengths, the
 //! blocks in order inside section zero, every matrix descriptor of its configuration's shape,
 //! section and row length, aligned and inside its section, the inverse square root of the head
-//! size), but in one pass over words at their aligned addresses (the reserved words compared
+//! size, every block but the token strings at a multiple of 4, the exponential table the
+//! spec's), but in one pass over words at their aligned addresses (the reserved words compared
 //! with one `sol_memcmp_` per range) and with no formatting: a refusal is a static reason and
 //! up to four numbers, logged with `sol_log` and `sol_log_64`.
 //!
@@ -16,8 +17,8 @@ use crate::error::CurtaError;
 use curta_core::header::{descriptor, field};
 use curta_core::{
     inv_sqrt_head_size, row_length, Block, Config, FormatError, MatrixKind, ALIGNMENT,
-    DESCRIPTOR_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, MAX_SECTIONS, MAX_SECTION_LEN,
-    SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
+    DESCRIPTOR_LEN, EXP_TABLE_BYTES, EXP_TABLE_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, MAX_SECTIONS,
+    MAX_SECTION_LEN, SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
 };
 
 /// Why section zero was refused: the program error, a static reason and the numbers it names.
@@ -371,6 +372,13 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
                 [at as u64, start, length, limit],
             ));
         }
+        // The forward pass reads the tables' and entries' values with word loads.
+        if block != Block::TokenStrings && start & 3 != 0 {
+            return Err(invalid(
+                "section zero: block offset not a multiple of 4 (header byte, offset)",
+                [at as u64, start, 0, 0],
+            ));
+        }
         min = start + length;
     }
 
@@ -423,6 +431,27 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
         return Err(invalid(
             "section zero: header byte 68 differs (found, expected)",
             [found as u64, expected as u64, 0, 0],
+        ));
+    }
+
+    // The exponential table is the spec's: a run divides by sums of its entries. One
+    // `sol_memcmp_` of the block (in place, checked above) with the table the program carries;
+    // only a refused table is searched for its first differing entry.
+    let start = h.u32(Block::Exp.header_offset()) as usize;
+    let table = &bytes[start..start + EXP_TABLE_BYTES.len()];
+    if !same_bytes(table, &EXP_TABLE_BYTES) {
+        let index = (0..EXP_TABLE_LEN)
+            .find(|&i| table[4 * i..4 * i + 4] != EXP_TABLE_BYTES[4 * i..4 * i + 4])
+            .unwrap_or(0);
+        let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
+        return Err(invalid(
+            "section zero: exponential table entry differs from the spec's (index, found, expected)",
+            [
+                index as u64,
+                word(&table[4 * index..]),
+                word(&EXP_TABLE_BYTES[4 * index..]),
+                0,
+            ],
         ));
     }
     Ok(c)
