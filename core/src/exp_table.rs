@@ -6,8 +6,28 @@
 //! `convert::tables::tests::the_reader_s_exponential_table_is_the_converter_s` keeps them equal.
 
 /// e^(-i/256) with 30 fractional bits, i in 0..=4096.
+pub static EXP_TABLE: [u32; crate::EXP_TABLE_LEN] = TABLE;
+
+/// [`EXP_TABLE`] as the bytes of the block in section zero (each entry little-endian), for a
+/// comparison of the whole block at once (the program's seal: one `sol_memcmp_`).
+pub static EXP_TABLE_BYTES: [u8; 4 * crate::EXP_TABLE_LEN] = {
+    let mut out = [0u8; 4 * crate::EXP_TABLE_LEN];
+    let mut i = 0;
+    while i < crate::EXP_TABLE_LEN {
+        let b = TABLE[i].to_le_bytes();
+        out[4 * i] = b[0];
+        out[4 * i + 1] = b[1];
+        out[4 * i + 2] = b[2];
+        out[4 * i + 3] = b[3];
+        i += 1;
+    }
+    out
+};
+
+// A constant only for the two statics' initializers (each is one copy in the binary).
+#[allow(clippy::large_const_arrays)]
 #[rustfmt::skip]
-pub const EXP_TABLE: [u32; crate::EXP_TABLE_LEN] = [
+const TABLE: [u32; crate::EXP_TABLE_LEN] = [
     1073741824, 1069555701, 1065385899, 1061232353, 1057095000, 1052973777, 1048868621, 1044779470,
     1040706261, 1036648932, 1032607421, 1028581666, 1024571606, 1020577180, 1016598326, 1012634985,
     1008687096, 1004754597, 1000837430, 996935535, 993048852, 989177321, 985320884, 981479482,
@@ -522,19 +542,3 @@ pub const EXP_TABLE: [u32; crate::EXP_TABLE_LEN] = [
     125, 124, 124, 123, 123, 122, 122, 121,
     121,
 ];
-
-/// [`EXP_TABLE`] as the bytes of the block in section zero (each entry little-endian), for a
-/// comparison of the whole block at once (the program's seal: one `sol_memcmp_`).
-pub const EXP_TABLE_BYTES: [u8; 4 * crate::EXP_TABLE_LEN] = {
-    let mut out = [0u8; 4 * crate::EXP_TABLE_LEN];
-    let mut i = 0;
-    while i < crate::EXP_TABLE_LEN {
-        let b = EXP_TABLE[i].to_le_bytes();
-        out[4 * i] = b[0];
-        out[4 * i + 1] = b[1];
-        out[4 * i + 2] = b[2];
-        out[4 * i + 3] = b[3];
-        i += 1;
-    }
-    out
-};
