@@ -49,3 +49,9 @@ mod review;
 
 #[path = "program/runs.rs"]
 mod runs;
+
+#[path = "program/traps.rs"]
+mod traps;
+
+#[path = "program/run_refusals.rs"]
+mod run_refusals;

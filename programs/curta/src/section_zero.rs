@@ -246,6 +246,26 @@ fn descriptor_refusal(
     )
 }
 
+/// The first entry of a refused exponential table that differs from the spec's: its index,
+/// the value found and the spec's, into `values`. Its own frame (SBF returns no aggregate),
+/// called only for a refused table.
+#[inline(never)]
+fn exp_difference(table: &[u8], values: &mut [u64; 4]) {
+    let word = |b: &[u8], i: usize| {
+        u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]) as u64
+    };
+    let mut index = 0;
+    while index + 1 < EXP_TABLE_LEN && word(table, index) == word(&EXP_TABLE_BYTES, index) {
+        index += 1;
+    }
+    *values = [
+        index as u64,
+        word(table, index),
+        word(&EXP_TABLE_BYTES, index),
+        0,
+    ];
+}
+
 /// Checks section zero against the declared section lengths and returns its configuration.
 #[inline(always)]
 pub fn check(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
@@ -440,18 +460,11 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
     let start = h.u32(Block::Exp.header_offset()) as usize;
     let table = &bytes[start..start + EXP_TABLE_BYTES.len()];
     if !same_bytes(table, &EXP_TABLE_BYTES) {
-        let index = (0..EXP_TABLE_LEN)
-            .find(|&i| table[4 * i..4 * i + 4] != EXP_TABLE_BYTES[4 * i..4 * i + 4])
-            .unwrap_or(0);
-        let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
+        let mut values = [0u64; 4];
+        exp_difference(table, &mut values);
         return Err(invalid(
             "section zero: exponential table entry differs from the spec's (index, found, expected)",
-            [
-                index as u64,
-                word(&table[4 * index..]),
-                word(&EXP_TABLE_BYTES[4 * index..]),
-                0,
-            ],
+            values,
         ));
     }
     Ok(c)
