@@ -52,3 +52,9 @@ mod runs;
 
 #[path = "program/order.rs"]
 mod order;
+
+#[path = "program/traps.rs"]
+mod traps;
+
+#[path = "program/run_refusals.rs"]
+mod run_refusals;

@@ -134,6 +134,20 @@ pub enum FormatError {
 
     #[error("header byte {offset} is {found:#04x}, expected zero (bytes the header's tables leave out are zero)")]
     ReservedNotZero { offset: usize, found: u8 },
+
+    #[error("{block} (offset at header byte {field}) starts at {offset}, not a multiple of 4 (its values are read as words)")]
+    BlockMisaligned {
+        block: &'static str,
+        field: usize,
+        offset: u64,
+    },
+
+    #[error("exponential table entry {index} is {found}, expected {expected} (round(e^(-{index}/256) x 2^30), the spec's value)")]
+    ExpTable {
+        index: usize,
+        found: u32,
+        expected: u32,
+    },
 }
 
 /// Bytes shown as an ASCII string with escapes, e.g. "CURTAW\x00\x01".

@@ -15,6 +15,8 @@ mod decode;
 #[clippy::msrv = "1.85"]
 mod error;
 #[clippy::msrv = "1.85"]
+mod exp_table;
+#[clippy::msrv = "1.85"]
 mod hash;
 #[clippy::msrv = "1.85"]
 pub mod header;
@@ -33,6 +35,7 @@ pub mod convert;
 pub use declared::DeclaredError;
 pub use decode::{decode, Artifact, Matrix, Row};
 pub use error::FormatError;
+pub use exp_table::{EXP_TABLE, EXP_TABLE_BYTES};
 pub use hash::{chain_chunk, chunk_count, total_chunks, weights_hash, WeightsHasher};
 pub use header::{
     field, inv_sqrt_head_size, Block, BlockOffsets, Header, MatrixDescriptor, SectionEntry,

@@ -18,8 +18,10 @@ pub struct Metadata<'a> {
 impl<'a> Metadata<'a> {
     /// Reads and checks section zero: the tag, the configuration's ranges, the section count
     /// and table, that every block lies past the header and inside section zero in the spec's
-    /// order, and that every matrix descriptor has its configuration's shape, its layout's
-    /// section, a row length, an aligned offset and lies inside its section.
+    /// order (each but the token strings at a multiple of 4), that every matrix descriptor has
+    /// its configuration's shape, its layout's section, a row length, an aligned offset and lies
+    /// inside its section, header byte 68, and that the exponential table holds the spec's
+    /// values ([`EXP_TABLE`]).
     pub fn parse(bytes: &'a [u8]) -> Result<Self, FormatError> {
         check_header_len(bytes, "section zero's header")?;
         let header = Header::read(bytes);
@@ -61,7 +63,25 @@ impl<'a> Metadata<'a> {
                 expected,
             });
         }
+        metadata.check_exp_table()?;
         Ok(metadata)
+    }
+
+    /// The exponential table is the spec's ([`EXP_TABLE`]): the softmax of attention and of
+    /// sampling divides by a sum of its entries (entry 0 is the largest term of every sum) and
+    /// bounds its products by them, so any other table could make a run divide by zero or
+    /// overflow.
+    fn check_exp_table(&self) -> Result<(), FormatError> {
+        let table = self.block_bytes(Block::Exp);
+        let found = |i: usize| u32_at(table, 4 * i);
+        match (0..EXP_TABLE_LEN).find(|&i| found(i) != EXP_TABLE[i]) {
+            None => Ok(()),
+            Some(index) => Err(FormatError::ExpTable {
+                index,
+                found: found(index),
+                expected: EXP_TABLE[index],
+            }),
+        }
     }
 
     /// D9: header bytes the spec's tables leave out are zero: 72 to 128, the section table
@@ -123,7 +143,9 @@ impl<'a> Metadata<'a> {
     }
 
     /// Each block past the header, in the spec's order, none running into the next, the token
-    /// strings last, up to the end of section zero.
+    /// strings last, up to the end of section zero; every block but the token strings (bytes)
+    /// at a multiple of 4, as the converter writes them (D5): the forward pass reads their
+    /// values with word loads on chain.
     fn check_blocks(&self) -> Result<(), FormatError> {
         let end = self.bytes.len() as u64;
         let mut min = HEADER_LEN as u64;
@@ -151,6 +173,13 @@ impl<'a> Metadata<'a> {
                     length,
                     limit,
                     next,
+                });
+            }
+            if block != Block::TokenStrings && offset % 4 != 0 {
+                return Err(FormatError::BlockMisaligned {
+                    block: block.name(),
+                    field: block.header_offset(),
+                    offset,
                 });
             }
             min = offset + length;
@@ -363,6 +392,14 @@ impl<'a> Metadata<'a> {
             });
         }
         Ok(&self.bytes[offset as usize..(offset + length) as usize])
+    }
+
+    /// The bytes of token `id` as the tokenizer reads them, total: [`Metadata::token_bytes`],
+    /// or no bytes for an entry outside the token strings or over 128 bytes (docs/format.md,
+    /// D13). A sealed model's run never fails on a token entry: the token is kept, its text is
+    /// empty. Panics if `id >= vocab_size`.
+    pub fn token_text(&self, id: u32) -> &'a [u8] {
+        self.token_bytes(id).unwrap_or(&[])
     }
 
     /// Entry `i` of the sorted token ids, checked to be a token id, so that

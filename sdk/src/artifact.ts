@@ -281,6 +281,18 @@ export class SectionZero {
     return this.bytes.subarray(offset, offset + length)
   }
 
+  /**
+   * The bytes of token `id` as the tokenizer reads them, total (docs/format.md, D13): `tokenBytes`,
+   * or no bytes for an entry outside the token strings or over 128 bytes, as curta-core's
+   * `Metadata::token_text` (so the SDK's text of a sealed model's run is the chain's).
+   */
+  tokenText(id: number): Uint8Array {
+    const { offset, length } = this.tokenEntry(id)
+    if (length > MAX_TOKEN_LEN || offset < this.blocks.tokenStrings || offset + length > this.bytes.length)
+      return new Uint8Array(0)
+    return this.bytes.subarray(offset, offset + length)
+  }
+
   /** Entry `i` of the sorted token ids, checked to be a token id. */
   sortedId(i: number): number {
     const v = this.config.vocabSize

@@ -46,9 +46,12 @@ export class Tokenizer {
     this.vocabSize = zero.config.vocabSize
   }
 
-  /** The stored bytes of token `id` (a view of section zero). */
+  /**
+   * The stored bytes of token `id` (a view of section zero); no bytes for an entry outside the
+   * token strings or over 128 bytes (docs/format.md, D13), as curta-core reads it on chain.
+   */
   tokenBytes(id: number): Uint8Array {
-    return this.zero.tokenBytes(id)
+    return this.zero.tokenText(id)
   }
 
   /** The score key of token `id`: higher is a higher merge score. */

@@ -154,3 +154,28 @@ test('stories15M shape with the 32,000-token tokenizer encodes as llama2.c does'
   // llama2.c with tokenizer.bin: "Once upon a time" is [1, 9038, 2501, 263, 931].
   assert.deepEqual(big.encode('Once upon a time'), [1, 9038, 2501, 263, 931])
 })
+
+test('a token entry over 128 bytes or outside section zero reads as no bytes (D13), as curta-core reads it', () => {
+  const file = readArtifact('stories260K')
+  const view = new DataView(file.buffer, file.byteOffset, file.byteLength)
+  const id = tok.lookup(new TextEncoder().encode(' a'))!
+  const entry = view.getUint32(56, true) + 16 * id
+  const zeroLength = Number(view.getBigUint64(136, true))
+  for (const [length, offset] of [
+    [129, view.getUint32(entry + 8, true)],
+    [4, zeroLength - 2],
+  ] as const) {
+    const bad = file.slice()
+    const v = new DataView(bad.buffer)
+    v.setUint32(entry + 4, length, true)
+    v.setUint32(entry + 8, offset, true)
+    const a = decodeArtifact(bad)
+    // The strict accessor still names the entry; the tokenizer reads it as empty.
+    assert.throws(() => a.sectionZero.tokenBytes(id), /TokenOutOfBounds|not inside the token strings/)
+    assert.deepEqual(a.tokenizer.decode(id), new Uint8Array())
+    assert.deepEqual(a.tokenizer.decode(id, BOS), new Uint8Array())
+    // Text still encodes: " a" is now spelled by its byte tokens or other merges.
+    const ids = a.tokenizer.encode('a cat')
+    assert.ok(!ids.includes(id))
+  }
+})

@@ -219,10 +219,11 @@ async fn compute_units_of_every_instruction() {
     let so = curta_tests::program_so();
     println!("\nCompute units in the VM, {}", so.describe());
     // 126,056 bytes with core::fmt (formatted logs, panic locations), 72,072 without; with the
-    // runs (curta-core's inference, issue 19) about 164,000. The goal of 65,536 is missed
-    // (docs/program.md).
+    // runs (curta-core's inference, issue 19) about 164,000, 172,000 before issue 26; the
+    // spec's exponential table the seal compares at chunk 0 (16,388 bytes, issue 26) makes it
+    // about 190,000. The goal of 65,536 is missed (docs/program.md).
     assert!(
-        so.bytes.len() < 170 * 1024,
+        so.bytes.len() < 200 * 1024,
         "the binary: {} bytes",
         so.bytes.len()
     );
@@ -240,11 +241,13 @@ async fn compute_units_of_every_instruction() {
     assert!(write <= 250, "Write: {write}");
     assert!(close[1] < 200_000, "Close of 18: {}", close[1]);
     assert!((32_869..=33_300).contains(&full), "full-chunk Seal: {full}");
-    assert!(chunk0_tiny <= 24_000, "chunk 0, 2 sections: {chunk0_tiny}");
+    assert!(chunk0_tiny <= 24_500, "chunk 0, 2 sections: {chunk0_tiny}");
     // 99,129 with curta-core's Metadata::parse_declared (and a shorter first chunk); 45,972
     // before the descriptors were compared as whole words, 42,820 before issue 21's second
-    // pass (section zero's check in a frame of its own, written-out descriptor groups).
-    assert!(chunk0_18 <= 39_000, "chunk 0, 18 sections: {chunk0_18}");
+    // pass (section zero's check in a frame of its own, written-out descriptor groups);
+    // 38,804 before issue 26's checks (blocks at multiples of 4, the spec's exponential table
+    // compared with one sol_memcmp_), 39,180 with them.
+    assert!(chunk0_18 <= 39_500, "chunk 0, 18 sections: {chunk0_18}");
     assert!(last < full, "the short last chunk: {last}");
 
     // The client's limits cover what they are the limit of.

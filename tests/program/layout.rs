@@ -143,6 +143,7 @@ fn error_codes() {
         (38, CurtaError::InvalidRun),
         (39, CurtaError::InvalidStepBudget),
         (40, CurtaError::ModelNotSealed),
+        (41, CurtaError::RunTooLarge),
     ];
     for (code, e) in pinned {
         assert_eq!(e as u32, code);
@@ -152,8 +153,8 @@ fn error_codes() {
         assert_eq!(CurtaError::try_from(e as u32), Ok(e));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(CurtaError::ALL.len(), 41);
-    assert_eq!(CurtaError::try_from(41), Err(41));
+    assert_eq!(CurtaError::ALL.len(), 42);
+    assert_eq!(CurtaError::try_from(42), Err(42));
     assert_eq!(CurtaError::try_from(u32::MAX), Err(u32::MAX));
 }
 

@@ -416,7 +416,7 @@ async fn a_model_too_large_to_close_is_refused_at_create() {
         assert_eq!(bank.account(&x).await, None);
     }
 
-    // Over 64 MiB (seven full sections, 73,401,128 bytes of accounts: 808 + 7 × (2,048 + 10,483,712)), as an upload driven to
+    // Over 64 MiB (seven full sections, 73,401,128 bytes of accounts), as an upload driven to
     // Mismatch would leave it if CreateModel allowed it: stuck.
     let lengths = vec![MAX_LEN; 7];
     let total_chunks = lengths.iter().map(|&l| l.div_ceil(65_536)).sum();

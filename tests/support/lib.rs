@@ -73,6 +73,7 @@ pub fn split_sections(artifact: &[u8]) -> Vec<Vec<u8>> {
 }
 
 pub mod expected;
+pub mod traps;
 pub use expected::sha256_chain;
 
 /// The seeded generator (SplitMix64) the synthetic checkpoints use: the same seed gives the

@@ -89,6 +89,18 @@ pub fn inv_sqrt_head_size(c: &Config) -> u32 {
 mod tests {
     use super::*;
 
+    /// The reader's (and the program's) copy of the exponential table, checked at every seal,
+    /// is the table the converter computes (D4), entry for entry, and its bytes are the
+    /// entries little-endian. Two entries by hand: e^0 = 1 is 2^30; e^(-16) × 2^30 = 120.84.
+    #[test]
+    fn the_reader_s_exponential_table_is_the_converter_s() {
+        assert_eq!(crate::EXP_TABLE.to_vec(), exp_table());
+        let bytes: Vec<u8> = exp_table().iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(crate::EXP_TABLE_BYTES.to_vec(), bytes);
+        assert_eq!(crate::EXP_TABLE[0], 1 << 30);
+        assert_eq!(crate::EXP_TABLE[4096], 121);
+    }
+
     /// The reader checks header byte 68 in integers (no sqrt in core); both paths must agree
     /// for every head size the format allows.
     #[test]

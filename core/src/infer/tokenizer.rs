@@ -12,12 +12,16 @@ pub const EOS: u32 = 2;
 pub const BYTE_TOKENS: u32 = 3;
 
 /// The lowest id whose bytes are `text`: a binary search over the sorted ids (sorted by
-/// bytes, equal strings by ascending id).
+/// bytes, equal strings by ascending id). Every token's bytes are read with
+/// [`Metadata::token_text`]: an entry outside the token strings or over 128 bytes reads as no
+/// bytes (D13), so only a sorted id outside the vocabulary is an error.
+/// Inlined: on SBF a call returns no aggregate.
+#[inline(always)]
 pub fn lookup(meta: &Metadata, text: &[u8]) -> Result<Option<u32>, RunError> {
     let (mut lo, mut hi) = (0u32, meta.config().vocab_size);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if meta.token_bytes(meta.sorted_id(mid)?)? < text {
+        if meta.token_text(meta.sorted_id(mid)?) < text {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -25,7 +29,7 @@ pub fn lookup(meta: &Metadata, text: &[u8]) -> Result<Option<u32>, RunError> {
     }
     if lo < meta.config().vocab_size {
         let id = meta.sorted_id(lo)?;
-        if meta.token_bytes(id)? == text {
+        if meta.token_text(id) == text {
             return Ok(Some(id));
         }
     }
@@ -77,8 +81,8 @@ pub fn encode(meta: &Metadata, text: &[u8], out: &mut [u32]) -> Result<usize, Ru
     loop {
         let mut best: Option<(u32, usize, u32)> = None;
         for i in 0..n.saturating_sub(1) {
-            let a = meta.token_bytes(out[i])?;
-            let b = meta.token_bytes(out[i + 1])?;
+            let a = meta.token_text(out[i]);
+            let b = meta.token_text(out[i + 1]);
             pair[..a.len()].copy_from_slice(a);
             pair[a.len()..a.len() + b.len()].copy_from_slice(b);
             if let Some(id) = lookup(meta, &pair[..a.len() + b.len()])? {
@@ -129,7 +133,10 @@ fn hex(b: u8) -> Option<u8> {
 /// The text of `token` after `previous`: nothing for tokens 1 and 2; the byte of a token whose
 /// six bytes read `<0xXX>` (two hexadecimal digits, either case); otherwise its bytes, less a
 /// leading space when `previous` is token 1 (llama2.c drops the space the prompt's " " prefix
-/// put there).
+/// put there). Total for every token of the vocabulary: an entry outside the token strings or
+/// over 128 bytes decodes to no bytes (D13; [`Metadata::token_text`]), so a sealed model's run
+/// never stops on a token's text. Only an id outside the vocabulary (never produced by a run)
+/// is an error.
 pub fn decode<'a>(meta: &Metadata<'a>, previous: u32, token: u32) -> Result<Piece<'a>, RunError> {
     if token == BOS || token == EOS {
         return Ok(Piece::None);
@@ -141,7 +148,7 @@ pub fn decode<'a>(meta: &Metadata<'a>, previous: u32, token: u32) -> Result<Piec
             vocab: meta.config().vocab_size,
         });
     }
-    let bytes = meta.token_bytes(token)?;
+    let bytes = meta.token_text(token);
     if let [b'<', b'0', b'x', h, l, b'>'] = *bytes {
         if let (Some(h), Some(l)) = (hex(h), hex(l)) {
             return Ok(Piece::Byte(h << 4 | l));

@@ -86,11 +86,13 @@ pub enum CurtaError {
     InvalidStepBudget = 39,
     #[error("runs take a Sealed model only")]
     ModelNotSealed = 40,
+    #[error("the model's accounts and the run account would hold more than 66,060,288 bytes: no Step of the run could load them")]
+    RunTooLarge = 41,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 41] = [
+    pub const ALL: [CurtaError; 42] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -132,6 +134,7 @@ impl CurtaError {
         CurtaError::InvalidRun,
         CurtaError::InvalidStepBudget,
         CurtaError::ModelNotSealed,
+        CurtaError::RunTooLarge,
     ];
 }
 

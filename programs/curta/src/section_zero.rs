@@ -4,7 +4,8 @@
 //! reserved bytes zero, the section table tiling from 0 with exactly the declared lengths, the
 //! blocks in order inside section zero, every matrix descriptor of its configuration's shape,
 //! section and row length, aligned and inside its section, the inverse square root of the head
-//! size), but in one pass over words at their aligned addresses (the reserved words compared
+//! size, every block but the token strings at a multiple of 4, the exponential table the
+//! spec's), but in one pass over words at their aligned addresses (the reserved words compared
 //! with one `sol_memcmp_` per range) and with no formatting: a refusal is a static reason and
 //! up to four numbers, logged with `sol_log` and `sol_log_64`.
 //!
@@ -16,8 +17,8 @@ use crate::error::CurtaError;
 use curta_core::header::{descriptor, field};
 use curta_core::{
     inv_sqrt_head_size, row_length, Block, Config, FormatError, MatrixKind, ALIGNMENT,
-    DESCRIPTOR_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, MAX_SECTIONS, MAX_SECTION_LEN,
-    SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
+    DESCRIPTOR_LEN, EXP_TABLE_BYTES, EXP_TABLE_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, MAX_SECTIONS,
+    MAX_SECTION_LEN, SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,
 };
 
 /// Why section zero was refused: the program error, a static reason and the numbers it names.
@@ -245,6 +246,26 @@ fn descriptor_refusal(
     )
 }
 
+/// The first entry of a refused exponential table that differs from the spec's: its index,
+/// the value found and the spec's, into `values`. Its own frame (SBF returns no aggregate),
+/// called only for a refused table.
+#[inline(never)]
+fn exp_difference(table: &[u8], values: &mut [u64; 4]) {
+    let word = |b: &[u8], i: usize| {
+        u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]) as u64
+    };
+    let mut index = 0;
+    while index + 1 < EXP_TABLE_LEN && word(table, index) == word(&EXP_TABLE_BYTES, index) {
+        index += 1;
+    }
+    *values = [
+        index as u64,
+        word(table, index),
+        word(&EXP_TABLE_BYTES, index),
+        0,
+    ];
+}
+
 /// Checks section zero against the declared section lengths and returns its configuration.
 #[inline(always)]
 pub fn check(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
@@ -371,6 +392,13 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
                 [at as u64, start, length, limit],
             ));
         }
+        // The forward pass reads the tables' and entries' values with word loads.
+        if block != Block::TokenStrings && start & 3 != 0 {
+            return Err(invalid(
+                "section zero: block offset not a multiple of 4 (header byte, offset)",
+                [at as u64, start, 0, 0],
+            ));
+        }
         min = start + length;
     }
 
@@ -423,6 +451,20 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
         return Err(invalid(
             "section zero: header byte 68 differs (found, expected)",
             [found as u64, expected as u64, 0, 0],
+        ));
+    }
+
+    // The exponential table is the spec's: a run divides by sums of its entries. One
+    // `sol_memcmp_` of the block (in place, checked above) with the table the program carries;
+    // only a refused table is searched for its first differing entry.
+    let start = h.u32(Block::Exp.header_offset()) as usize;
+    let table = &bytes[start..start + EXP_TABLE_BYTES.len()];
+    if !same_bytes(table, &EXP_TABLE_BYTES) {
+        let mut values = [0u64; 4];
+        exp_difference(table, &mut values);
+        return Err(invalid(
+            "section zero: exponential table entry differs from the spec's (index, found, expected)",
+            values,
         ));
     }
     Ok(c)
