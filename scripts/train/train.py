@@ -263,7 +263,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kjv")
     ap.add_argument("out")
-    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--seed", type=int, default=28)
     ap.add_argument("--lr", type=float, default=3e-3)
     args = ap.parse_args()
