@@ -26,7 +26,7 @@ fn model_file(name: &str) -> Vec<u8> {
 }
 
 /// The demo's prompt and length in tokens (client/src/rehearse.rs `DEMO_PROMPT`, `DEMO_STEPS`).
-const DEMO_PROMPT: &str = "And God said";
+const DEMO_PROMPT: &str = "In the beginning God";
 const DEMO_STEPS: u32 = 64;
 
 /// models/kjv-heldout.json, written by scripts/train/train.py.
