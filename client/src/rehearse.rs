@@ -15,13 +15,22 @@ use std::time::Instant;
 /// Lamports given to the rehearsal's authority (rent for 18 full sections is about 1,314 SOL).
 pub const REHEARSAL_FUNDS: u64 = 10_000 * 1_000_000_000;
 
-/// The bundled llama2.c model and tokenizer (models/ of this repository, 1 MB + 6 KB).
+/// The bundled llama2.c model and tokenizer (models/ of this repository, 1 MB + 6 KB): the
+/// reference tests' model.
 pub const STORIES260K: &[u8] = include_bytes!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../models/stories260K.bin"
 ));
 pub const TOK512: &[u8] =
     include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/tok512.bin"));
+
+/// The demo's model: a llama2.c-architecture model trained here on the King James Bible with
+/// its own tokenizer (models/README.md, scripts/train-model), so that its text reads as English.
+pub const KJV: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/kjv.bin"));
+pub const TOK1024: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../models/tok1024.bin"
+));
 
 /// A fresh bank and a funded authority for a rehearsal.
 pub async fn rehearsal_bank() -> Result<(BankTransport, Keypair), Error> {
@@ -84,19 +93,19 @@ pub struct Demo {
     pub generation: crate::run::Generation,
 }
 
-/// The demo's prompt. tok512 is not the tokenizer stories260K was trained with (its tokens are
-/// chess notation), so the text reads as noise while the ids are the model's.
-pub const DEMO_PROMPT: &str = "Once upon a time";
-pub const DEMO_STEPS: u32 = 32;
+/// The demo's prompt and length (curta-core's tests/kjv.rs checks that this greedy text is
+/// English).
+pub const DEMO_PROMPT: &str = "In the beginning God";
+pub const DEMO_STEPS: u32 = 64;
 
-/// Converts the bundled stories260K, rehearses it and verifies the on-chain bytes.
+/// Converts the bundled English model (kjv + tok1024), rehearses it and verifies the on-chain
+/// bytes.
 pub async fn demo(options: &Options) -> Result<Demo, Error> {
     let started = Instant::now();
-    let artifact =
-        curta_core::convert::convert(STORIES260K, TOK512).map_err(|error| Error::Convert {
-            what: "the bundled stories260K and tok512",
-            error,
-        })?;
+    let artifact = curta_core::convert::convert(KJV, TOK1024).map_err(|error| Error::Convert {
+        what: "the bundled kjv and tok1024",
+        error,
+    })?;
     let convert_seconds = started.elapsed().as_secs_f64();
     let (bank, authority) = rehearsal_bank().await?;
     let mut report = publish(&bank, &authority, &artifact, true, options).await?;

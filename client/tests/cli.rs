@@ -114,11 +114,9 @@ fn demo_prints_the_json_report() {
     assert_eq!(json["write_bytes_per_tx"]["max"], 1019);
     assert!(json["write_bytes_per_tx"]["min"].as_u64().unwrap() >= 1);
     // Rent from the spec's numbers: (128 + len) x 6,960 for the model and both weight accounts.
-    let artifact = curta_core::convert::convert(
-        curta_client::rehearse::STORIES260K,
-        curta_client::rehearse::TOK512,
-    )
-    .unwrap();
+    let artifact =
+        curta_core::convert::convert(curta_client::rehearse::KJV, curta_client::rehearse::TOK1024)
+            .unwrap();
     let lengths: Vec<u64> = curta_core::decode(&artifact)
         .unwrap()
         .sections()
@@ -134,13 +132,20 @@ fn demo_prints_the_json_report() {
     // The demo ends by running the sealed model: its tokens are curta-core's greedy tokens
     // after the demo's prompt, run here on the converted file.
     let a = curta_core::decode(&artifact).unwrap();
-    let mut prompt = vec![0u32; 18];
-    let n = curta_core::infer::encode(a.metadata(), b"Once upon a time", &mut prompt).unwrap();
+    let demo_prompt = curta_client::rehearse::DEMO_PROMPT.as_bytes();
+    let mut prompt = vec![0u32; demo_prompt.len() + 2];
+    let n = curta_core::infer::encode(a.metadata(), demo_prompt, &mut prompt).unwrap();
     let model = curta_core::infer::Model::from_artifact(&a).unwrap();
     let mut state = vec![0u8; curta_core::infer::state_len(&model.config())];
     let greedy = curta_core::infer::Settings::greedy();
-    let mut run =
-        curta_core::infer::Run::start(&mut state, &model, &prompt[..n], 32, greedy).unwrap();
+    let mut run = curta_core::infer::Run::start(
+        &mut state,
+        &model,
+        &prompt[..n],
+        curta_client::rehearse::DEMO_STEPS,
+        greedy,
+    )
+    .unwrap();
     let mut tokens = Vec::new();
     loop {
         match run.advance(&model, u64::MAX).unwrap() {

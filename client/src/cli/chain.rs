@@ -233,7 +233,7 @@ pub fn rehearse(args: RehearseArgs, global: GlobalArgs) -> Result<()> {
 pub fn demo(global: GlobalArgs) -> Result<()> {
     let demo = runtime()?.block_on(crate::demo(&global.options()))?;
     let text = format!(
-        "converted the bundled stories260K + tok512 into a {} byte artifact in {:.2} s\n{}{}",
+        "converted the bundled kjv + tok1024 (trained on the King James Bible) into a {} byte artifact in {:.2} s\n{}{}",
         demo.artifact_bytes,
         demo.convert_seconds,
         demo.report.to_text(),
@@ -241,7 +241,7 @@ pub fn demo(global: GlobalArgs) -> Result<()> {
     );
     let g = &demo.generation;
     let text = format!(
-        "{text}ran the sealed model from the bank (greedy, {} tokens after \"{}\", {:.0} tokens/s):\nprompt tokens:  {:?}\ntokens:         {:?}\ntext:           {:?}\n(tok512 is not stories260K's own tokenizer: the text reads as noise, the ids are the model's)\n",
+        "{text}ran the sealed model from the bank (greedy, {} tokens after \"{}\", {:.0} tokens/s):\nprompt tokens:  {:?}\ntokens:         {:?}\ntext:           {:?}\n",
         g.tokens.len(),
         crate::rehearse::DEMO_PROMPT,
         g.tokens_per_second,

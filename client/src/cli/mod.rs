@@ -42,7 +42,7 @@ pub enum Command {
     Close(chain::CloseArgs),
     /// Publish and seal on an in-process bank running the real program: cost, transactions, time
     Rehearse(chain::RehearseArgs),
-    /// Convert the bundled stories260K, rehearse it, verify it and print the report
+    /// Convert the bundled English model (kjv), rehearse it, verify it and print the report
     Demo,
     /// Generate text from an artifact or a sealed model, in integers (docs/inference.md)
     Run(run::RunArgs),
