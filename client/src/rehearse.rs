@@ -91,6 +91,9 @@ pub struct Demo {
     /// The sealed model read back from the bank and run: greedy, [`DEMO_STEPS`] tokens after
     /// [`DEMO_PROMPT`].
     pub generation: crate::run::Generation,
+    /// The same run inside the program (`run --on-chain` on the bank): its text equals
+    /// `generation`'s, byte for byte, or the demo fails.
+    pub on_chain: crate::onchain::OnChainRun,
 }
 
 /// The demo's prompt and length (curta-core's tests/kjv.rs checks that this greedy text is
@@ -129,11 +132,28 @@ pub async fn demo(options: &Options) -> Result<Demo, Error> {
         crate::run::generate(&sealed, &prompt, DEMO_STEPS, greedy, |_, _| {})
     };
     let generation = run().map_err(|e| bad(format!("running it: {e}")))?;
+    // The same prompt inside the program: the runner creates the run account, steps it and
+    // closes it, every lamport of rent back.
+    let request = crate::onchain::RunRequest::new(
+        crate::run::Prompt::Text(DEMO_PROMPT.as_bytes().to_vec()),
+        Some(DEMO_STEPS),
+        curta_core::infer::Settings::greedy(),
+    );
+    let on_chain = crate::onchain::run_on_chain(&bank, &authority, &model, &request, |_, _| {})
+        .await
+        .map_err(|e| bad(format!("running it on chain: {e}")))?;
+    if on_chain.tokens != generation.tokens || on_chain.text != generation.text {
+        return Err(bad(format!(
+            "the run on chain gave {:?} ({:?}), off chain {:?} ({:?})",
+            on_chain.text, on_chain.tokens, generation.text, generation.tokens
+        )));
+    }
     Ok(Demo {
         artifact_bytes: artifact.len(),
         convert_seconds,
         report,
         verification,
         generation,
+        on_chain,
     })
 }

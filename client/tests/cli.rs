@@ -162,6 +162,16 @@ fn demo_prints_the_json_report() {
     );
     assert_eq!(json["run"]["tokens"], serde_json::Value::Array(tokens));
     assert_eq!(json["run"]["weights_hash"], json["weights_hash"]);
+    // And again inside the program: the same tokens and text, the run closed, the runner
+    // out of pocket by exactly the fees (5,000 lamports a transaction: start, steps, close).
+    let on = &json["run_on_chain"];
+    assert_eq!(on["tokens"], json["run"]["tokens"]);
+    assert_eq!(on["text"], json["run"]["text"]);
+    assert_eq!(on["closed"], true);
+    let transactions = on["transactions"].as_u64().unwrap();
+    assert_eq!(transactions, on["steps_sent"].as_u64().unwrap() + 2);
+    assert_eq!(on["fees"].as_u64(), Some(5_000 * transactions));
+    assert_eq!(on["lamports_spent"], on["fees"]);
 }
 
 /// Every key the issue asks of `--output json`, with numbers where numbers belong.

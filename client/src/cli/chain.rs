@@ -249,10 +249,25 @@ pub fn demo(global: GlobalArgs) -> Result<()> {
         g.tokens,
         g.text,
     );
+    let c = &demo.on_chain;
+    let text = format!(
+        "{text}ran it again inside the program (run --on-chain on the bank): the same text{}\n  {} transactions (start, {} steps of at most 1,250,000 compute units each, up to {} in flight; close), start {} and close {} compute units (simulated), fees {} lamports, rent {} lamports returned at close; the runner spent {} lamports\n",
+        if c.text == g.text { ", byte for byte" } else { " (differs!)" },
+        c.transactions,
+        c.steps_sent,
+        c.window,
+        c.start_units.unwrap_or(0),
+        c.close_units.unwrap_or(0),
+        c.fees,
+        c.rent,
+        c.lamports_spent(),
+    );
     let mut json = demo.report.to_json();
     json["verified"] = serde_json::Value::Bool(demo.verification.ok());
     json["convert_seconds"] = serde_json::json!(demo.convert_seconds);
     json["run"] = serde_json::to_value(g).unwrap_or_default();
+    json["run_on_chain"] = serde_json::to_value(c).unwrap_or_default();
+    json["run_on_chain"]["lamports_spent"] = serde_json::json!(c.lamports_spent() as i64);
     print(global.output, text, json);
     if !demo.verification.ok() {
         anyhow::bail!("the demo model does not verify");
