@@ -183,6 +183,7 @@ pub async fn start_run_by_hand(
         nonce,
         steps,
         settings,
+        curta_program::run::SeedSource::reproducible(settings.temperature),
         prompt,
     );
     send_limited(bank, runner, &[create, start]).await.unwrap();

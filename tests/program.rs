@@ -58,3 +58,7 @@ mod traps;
 
 #[path = "program/run_refusals.rs"]
 mod run_refusals;
+
+// A run's seed: drawn from the start slot's hash, chosen, or none.
+#[path = "program/seed.rs"]
+mod seed;

@@ -26,6 +26,11 @@ pub fn chain_chunk(prev: &[u8; 32], chunk: &[u8]) -> [u8; 32] {
     hasher.finalize().into()
 }
 
+/// SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
 /// The weights hash of the sections, in order.
 pub fn weights_hash<'a>(sections: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
     let mut hasher = WeightsHasher::new();

@@ -36,7 +36,7 @@ pub use declared::DeclaredError;
 pub use decode::{decode, Artifact, Matrix, Row};
 pub use error::FormatError;
 pub use exp_table::{EXP_TABLE, EXP_TABLE_BYTES};
-pub use hash::{chain_chunk, chunk_count, total_chunks, weights_hash, WeightsHasher};
+pub use hash::{chain_chunk, chunk_count, sha256, total_chunks, weights_hash, WeightsHasher};
 pub use header::{
     field, inv_sqrt_head_size, Block, BlockOffsets, Header, MatrixDescriptor, SectionEntry,
     DESCRIPTOR_LEN, HEADER_LEN, MATRIX_TABLE_OFFSET, SECTION_ENTRY_LEN, SECTION_TABLE_OFFSET, TAG,

@@ -385,6 +385,9 @@ impl Transport for ShortStatuses<'_> {
     async fn simulate(&self, tx: &Transaction) -> Result<Simulation, Error> {
         self.0.simulate(tx).await
     }
+    async fn pass_slot(&self, slot: u64) -> Result<(), curta_client::Error> {
+        self.0.pass_slot(slot).await
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,7 @@
 
 use crate::harness::*;
 use curta_program::instruction::{self as ix, CurtaInstruction, OwnedPrompt};
+use curta_program::run::SeedSource;
 use curta_tests::{tiny_sections, Rng};
 use solana_instruction::error::InstructionError;
 use solana_instruction::Instruction;
@@ -33,6 +34,7 @@ fn every_kind() -> Vec<CurtaInstruction> {
             temperature: 52_429,
             top_p: 58_982,
             seed: 0x0102_0304_0506_0708,
+            source: SeedSource::Drawn,
             prompt: OwnedPrompt::Text(b"Once upon a time".to_vec()),
         },
         CurtaInstruction::StartRun {
@@ -41,6 +43,7 @@ fn every_kind() -> Vec<CurtaInstruction> {
             temperature: 0,
             top_p: 65_536,
             seed: 1,
+            source: SeedSource::None,
             prompt: OwnedPrompt::Tokens(vec![1, 306, 70_000]),
         },
         CurtaInstruction::Step {
@@ -77,19 +80,20 @@ fn wire_bytes_as_documented() {
     );
     assert_eq!(CurtaInstruction::Reopen.pack(), [4]);
     assert_eq!(CurtaInstruction::Close.pack(), [5]);
-    // StartRun: tag 6, nonce, steps, temperature, top-p (u32 each), seed (u64), the prompt's
-    // kind (1: ids), its count (u32) and the ids (u32 each).
+    // StartRun: tag 6, nonce, steps, temperature, top-p (u32 each), seed (u64), the seed's
+    // source (2: chosen), the prompt's kind (1: ids), its count (u32) and the ids (u32 each).
     let start = CurtaInstruction::StartRun {
         nonce: 0x0403_0201,
         steps: 16,
         temperature: 0x0001_0000,
         top_p: 0x0000_e666,
         seed: 0x0807_0605_0403_0201,
+        source: SeedSource::Chosen,
         prompt: OwnedPrompt::Tokens(vec![1, 0x0102]),
     };
     let mut expected = vec![6, 1, 2, 3, 4, 16, 0, 0, 0, 0, 0, 1, 0, 0x66, 0xe6, 0, 0];
     expected.extend([
-        1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 0, 0, 0, 1, 0, 0, 0, 2, 1, 0, 0,
+        1, 2, 3, 4, 5, 6, 7, 8, 2, 1, 2, 0, 0, 0, 1, 0, 0, 0, 2, 1, 0, 0,
     ]);
     assert_eq!(start.pack(), expected);
     // A text prompt: kind 0, the byte count, the bytes.
@@ -99,12 +103,13 @@ fn wire_bytes_as_documented() {
         temperature: 0,
         top_p: 0,
         seed: 0,
+        source: SeedSource::None,
         prompt: OwnedPrompt::Text(b"ab".to_vec()),
     };
     let mut expected = vec![6];
     expected.extend([0; 24]);
     expected[5] = 1;
-    expected.extend([0, 2, 0, 0, 0, b'a', b'b']);
+    expected.extend([0, 0, 2, 0, 0, 0, b'a', b'b']);
     assert_eq!(text.pack(), expected);
     // Step: tag 7, the ticket, the budget.
     let step = CurtaInstruction::Step {
@@ -131,11 +136,17 @@ fn wire_bytes_as_documented() {
             "CloseRun with {len} bytes after the tag"
         );
     }
-    // A prompt kind other than 0 and 1 is refused.
+    // A prompt kind other than 0 and 1 is refused, and a seed source other than 0 to 2.
     let mut bad_kind = text.pack();
-    bad_kind[25] = 2;
+    bad_kind[26] = 2;
     assert_eq!(
         CurtaInstruction::unpack(&bad_kind),
+        Err(ProgramError::InvalidInstructionData)
+    );
+    let mut bad_source = text.pack();
+    bad_source[25] = 3;
+    assert_eq!(
+        CurtaInstruction::unpack(&bad_source),
         Err(ProgramError::InvalidInstructionData)
     );
     let create = CurtaInstruction::CreateModel {

@@ -144,6 +144,9 @@ fn error_codes() {
         (39, CurtaError::InvalidStepBudget),
         (40, CurtaError::ModelNotSealed),
         (41, CurtaError::RunTooLarge),
+        (42, CurtaError::SeedNotReady),
+        (43, CurtaError::SeedExpired),
+        (44, CurtaError::NotSlotHashes),
     ];
     for (code, e) in pinned {
         assert_eq!(e as u32, code);
@@ -153,8 +156,8 @@ fn error_codes() {
         assert_eq!(CurtaError::try_from(e as u32), Ok(e));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(CurtaError::ALL.len(), 42);
-    assert_eq!(CurtaError::try_from(42), Err(42));
+    assert_eq!(CurtaError::ALL.len(), 45);
+    assert_eq!(CurtaError::try_from(45), Err(45));
     assert_eq!(CurtaError::try_from(u32::MAX), Err(u32::MAX));
 }
 

@@ -8,7 +8,7 @@ use curta_core::infer::{decode, Model, Progress, Run, Settings, Status};
 use curta_program::error::CurtaError;
 use curta_program::instruction::{self as ix, OwnedPrompt};
 use curta_program::run::{
-    run_address, run_len, run_seed, sampling_fits, step_cost, step_costs, RunHeader,
+    run_address, run_len, run_seed, sampling_fits, step_cost, step_costs, RunHeader, SeedSource,
     MAX_STEP_BUDGET,
 };
 use solana_instruction::error::InstructionError;
@@ -119,6 +119,7 @@ pub fn start_instructions(
         nonce,
         steps,
         settings,
+        SeedSource::reproducible(settings.temperature),
         prompt,
     );
     (run, vec![create, start])
@@ -517,6 +518,7 @@ async fn attacks_on_a_run_are_refused_without_effect() {
         0,
         4,
         &Settings::greedy(),
+        SeedSource::None,
         OwnedPrompt::Tokens(vec![1]),
     );
     refused_unchanged(
@@ -589,6 +591,7 @@ async fn a_run_of_the_wrong_address_size_section_zero_or_prompt_is_refused() {
             nonce,
             steps,
             &settings,
+            SeedSource::reproducible(settings.temperature),
             prompt,
         )
     };
@@ -661,14 +664,19 @@ async fn plant_run(bank: &mut Bank, p: &Published, state: &[u8], nonce: u32) -> 
     let run = run_address(&PROGRAM, &runner, &p.model, nonce);
     let text = 2 * curta_program::run::TEXT_PER_STEP;
     let mut data = vec![0u8; curta_program::run::RUN_HEADER_LEN + state.len() + text];
-    curta_program::run::RunAccount::create(
-        &mut data,
+    let start = curta_program::run::RunStart {
         nonce,
-        &p.model.to_bytes(),
-        &runner.to_bytes(),
-        state.len() as u32,
-        text as u32,
-    );
+        model: &p.model.to_bytes(),
+        runner: &runner.to_bytes(),
+        state_len: state.len() as u32,
+        text_capacity: text as u32,
+        temperature: 0,
+        top_p: 65_536,
+        runner_seed: 0,
+        source: SeedSource::None,
+        start_slot: 1,
+    };
+    curta_program::run::RunAccount::create(&mut data, &start);
     data[curta_program::run::RUN_HEADER_LEN..][..state.len()].copy_from_slice(state);
     let account = solana_sdk::account::Account {
         lamports: rent_of(data.len()),

@@ -335,6 +335,7 @@ fn start_run(
         nonce,
         steps,
         &Settings::greedy(),
+        curta_program::run::SeedSource::None,
         OwnedPrompt::Tokens(vec![1]),
     );
     (run, with_limit(vec![create, start]))

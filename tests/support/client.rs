@@ -352,6 +352,9 @@ impl<T: Transport> Transport for Faulty<'_, T> {
     async fn simulate(&self, tx: &Transaction) -> Result<Simulation, Error> {
         self.inner.simulate(tx).await
     }
+    async fn pass_slot(&self, slot: u64) -> Result<(), Error> {
+        self.inner.pass_slot(slot).await
+    }
     async fn wait_for_progress(&self) {
         self.inner.wait_for_progress().await
     }

@@ -19,7 +19,13 @@ use crate::run::{fetch_sealed, generate, perplexity, Prompt};
 pub struct RunArgs {
     /// An artifact file, or the address of a sealed model on the cluster (`--url`,
     /// `--program-id`): its weight accounts are read and checked against the declared hash
-    pub model: String,
+    #[arg(required_unless_present = "from_run")]
+    pub model: Option<String>,
+    /// Recompute a run account off chain from its own fields (model, prompt, token count,
+    /// temperature, top-p, the seed in force) and the sealed model, and say whether every
+    /// token and byte of text agrees (exit status 1 when something differs)
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["model", "on_chain"])]
+    pub from_run: Option<String>,
     #[command(flatten)]
     pub generation: GenerationArgs,
     /// Run the sealed model inside the program: a run account, a Step transaction per piece
@@ -82,9 +88,15 @@ pub struct GenerationArgs {
     /// The nucleus: above 0, up to 1 (1 keeps every token)
     #[arg(long, default_value = "0.9")]
     pub top_p: String,
-    /// The generator's seed (xorshift64*), not 0 [default: from the clock, printed]
+    /// The generator's seed (xorshift64*), not 0 [default: from the clock, printed]. On
+    /// chain, a sampled run's seed in force is drawn from this seed, the run's address and the
+    /// hash of the slot StartRun lands in, unless --chosen-seed
     #[arg(long)]
     pub seed: Option<u64>,
+    /// On chain: --seed is the seed in force as given (a reproducible run, recorded in the run
+    /// account as chosen by the runner) instead of drawn from the chain
+    #[arg(long)]
+    pub chosen_seed: bool,
 }
 
 #[derive(Args, Debug)]
@@ -216,12 +228,16 @@ fn prompt(args: &GenerationArgs) -> Result<Prompt> {
 }
 
 pub fn run(args: RunArgs, global: GlobalArgs) -> Result<()> {
+    if let Some(run) = &args.from_run {
+        return from_run(run, &global);
+    }
     if args.on_chain {
         return run_on_chain(args, global);
     }
     let (settings, seed) = settings(&args.generation)?;
     let prompt = prompt(&args.generation)?;
-    let source = Source::open(&args.model, &global)?;
+    let model = args.model.as_deref().unwrap_or_default();
+    let source = Source::open(model, &global)?;
     let artifact = source.artifact()?;
     let prompt_tokens = prompt.tokens(&artifact)?;
     let context = artifact.config().context_length;
@@ -293,7 +309,7 @@ fn on_chain_summary(run: &OnChainRun) -> String {
         ),
     };
     format!(
-        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end, up to {} in flight ({} units per account and block, {}), {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {}, weights hash {}",
+        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end, up to {} in flight ({} units per account and block, {}), {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {} ({}), weights hash {}",
         run.tokens.len(),
         run.seconds,
         run.run,
@@ -308,6 +324,13 @@ fn on_chain_summary(run: &OnChainRun) -> String {
         run.fees,
         run.lamports_spent(),
         run.seed,
+        match run.seed_source {
+            "drawn" => format!(
+                "drawn from slot {}'s hash and runner seed {}",
+                run.seed_slot, run.runner_seed
+            ),
+            source => source.to_string(),
+        },
         run.weights_hash,
     )
 }
@@ -330,6 +353,12 @@ fn request(
 ) -> Result<RunRequest> {
     let (settings, _) = settings(generation)?;
     let mut request = RunRequest::new(prompt(generation)?, generation.steps, settings);
+    if generation.chosen_seed {
+        if settings.temperature == 0 {
+            bail!("--chosen-seed is for sampled runs: a greedy run (--temperature 0) has no seed");
+        }
+        request.source = curta_program::run::SeedSource::Chosen;
+    }
     request.nonce = nonce.unwrap_or(0);
     request.keep = keep;
     request.compute_unit_price = global.compute_unit_price;
@@ -337,14 +366,14 @@ fn request(
 }
 
 fn run_on_chain(args: RunArgs, global: GlobalArgs) -> Result<()> {
-    if Path::new(&args.model).exists() {
+    let model = args.model.as_deref().unwrap_or_default();
+    if Path::new(model).exists() {
         bail!(
-            "--on-chain runs a sealed model: give its address, not the file {} (publish and seal it with `client publish {} --seal`, or try it in a bank with `client rehearse-run {}`)",
-            args.model, args.model, args.model
+            "--on-chain runs a sealed model: give its address, not the file {model} (publish and seal it with `client publish {model} --seal`, or try it in a bank with `client rehearse-run {model}`)"
         );
     }
-    let address = solana_pubkey::Pubkey::from_str(&args.model)
-        .map_err(|_| anyhow!("'{}' is not a base-58 model address", args.model))?;
+    let address = solana_pubkey::Pubkey::from_str(model)
+        .map_err(|_| anyhow!("'{model}' is not a base-58 model address"))?;
     let mut request = request(&args.generation, args.nonce, args.keep, &global)?;
     request.account_limit = args.account_cu_limit;
     let keypair = global.keypair()?;
@@ -353,10 +382,10 @@ fn run_on_chain(args: RunArgs, global: GlobalArgs) -> Result<()> {
     let streaming = global.output == Output::Text;
     if streaming {
         eprintln!(
-            "running model {address} on {} (nonce {}, seed {}; the same command resumes it if interrupted)",
+            "running model {address} on {} (nonce {}, {}; the same command resumes it if interrupted)",
             crate::Transport::describe(&t),
             request.nonce,
-            request.settings.seed
+            seed_line(&request)
         );
     }
     let run = runtime.block_on(crate::onchain::run_on_chain(
@@ -374,6 +403,95 @@ fn run_on_chain(args: RunArgs, global: GlobalArgs) -> Result<()> {
         Output::Json => emit(&(serde_json::to_string_pretty(&on_chain_json(&run)?)? + "\n"))?,
     }
     Ok(())
+}
+
+/// How the request's seed will be in force, for the line before an on-chain run.
+fn seed_line(request: &RunRequest) -> String {
+    use curta_program::run::SeedSource;
+    match request.source {
+        SeedSource::None => "greedy".into(),
+        SeedSource::Chosen => format!("seed {}, chosen", request.settings.seed),
+        SeedSource::Drawn => format!(
+            "seed drawn from runner seed {} and the start slot's hash",
+            request.settings.seed
+        ),
+    }
+}
+
+/// `client run --from-run <RUN>`.
+fn from_run(run: &str, global: &GlobalArgs) -> Result<()> {
+    let address = pubkey("run", run)?;
+    let runtime = runtime()?;
+    let t = rpc(global, &runtime)?;
+    let replay = runtime.block_on(crate::onchain::replay(&t, &address))?;
+    match global.output {
+        Output::Text => emit(&replay_text(&replay))?,
+        Output::Json => {
+            let mut json = serde_json::to_value(&replay)?;
+            json["agrees"] = serde_json::json!(replay.agrees());
+            json["state"] = match &replay.state {
+                Ok(()) => serde_json::json!("equal"),
+                Err(what) => serde_json::json!(what),
+            };
+            emit(&(serde_json::to_string_pretty(&json)? + "\n"))?
+        }
+    }
+    if !replay.agrees() {
+        bail!("run {address} differs from curta-core's run of its own fields");
+    }
+    Ok(())
+}
+
+fn replay_text(r: &crate::onchain::Replay) -> String {
+    let yes = |b: bool| if b { "agree" } else { "DIFFER" };
+    let seed = match r.seed_source {
+        "drawn" if r.seed == 0 => format!(
+            "drawn, not yet (runner seed {}, start slot {})",
+            r.runner_seed, r.start_slot
+        ),
+        "drawn" => format!(
+            "{} drawn from slot {}'s hash {} and runner seed {} ({}{})",
+            r.seed,
+            r.seed_slot,
+            r.slot_hash,
+            r.runner_seed,
+            match r.seed_derivation_agrees {
+                Some(true) => "the hash of these fields",
+                _ => "NOT the hash of these fields",
+            },
+            match r.slot_hash_agrees {
+                Some(true) => ", the slot hash confirmed by SlotHashes",
+                Some(false) => ", the slot hash DIFFERS from SlotHashes",
+                None => ", the slot has left SlotHashes",
+            }
+        ),
+        "chosen" => format!("{}, chosen by the runner", r.seed),
+        _ => "none (greedy)".into(),
+    };
+    format!(
+        "run {} of model {} by {} (nonce {}), {}\nseed: {seed}\ntemperature {}, top-p {}, prompt {:?}\nchain tokens   {:?}\ncurta-core's   {:?}\ntokens {}, text {}, state {}\ntext: {:?}\n{}\n",
+        r.run,
+        r.model,
+        r.runner,
+        r.nonce,
+        r.status,
+        curta_core::infer::Fixed16(r.temperature),
+        curta_core::infer::Fixed16(r.top_p),
+        r.prompt_tokens,
+        r.chain_tokens,
+        r.offline_tokens,
+        yes(r.tokens_agree),
+        yes(r.text_agrees),
+        match &r.state {
+            Ok(()) => "agrees".to_string(),
+            Err(what) => format!("DIFFERS ({what})"),
+        },
+        String::from_utf8_lossy(&r.chain_text),
+        match r.agrees() {
+            true => "every token and byte agrees",
+            false => "the run DIFFERS from its recomputation",
+        }
+    )
 }
 
 fn pubkey(what: &str, text: &str) -> Result<solana_pubkey::Pubkey> {

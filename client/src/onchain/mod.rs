@@ -15,6 +15,7 @@
 pub mod account;
 pub mod pipeline;
 pub mod plan;
+pub mod replay;
 
 use crate::engine::{Engine, Item, Kind};
 use crate::error::curta_error;
@@ -27,7 +28,7 @@ use curta_core::infer::{Model, RunError, Settings, Status};
 use curta_core::Artifact;
 use curta_program::error::CurtaError;
 use curta_program::instruction::{self as ix, OwnedPrompt};
-use curta_program::run::{run_address, run_len, run_seed, RunHeader, MAX_STEP_BUDGET};
+use curta_program::run::{run_address, run_len, run_seed, RunHeader, SeedSource, MAX_STEP_BUDGET};
 use pipeline::{account_limit, step_window, AccountLimit};
 use plan::{generated, plan, point, steps_left, Plan, Shadow};
 use solana_instruction::error::InstructionError;
@@ -40,6 +41,7 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 pub use account::{close_run, runs, ClosedRun, RunListing, RunRef};
+pub use replay::{replay, Replay, ReplayError};
 
 /// Why a run on chain did not complete.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +100,10 @@ pub struct RunRequest {
     /// Tokens to generate at most (None: 256, or what the context leaves).
     pub steps: Option<u32>,
     pub settings: Settings,
+    /// Where the seed in force comes from: none for a greedy run; drawn on chain from the
+    /// runner's seed (`settings.seed`) and the start slot's hash; or chosen (`settings.seed`
+    /// as it is, a reproducible run).
+    pub source: SeedSource,
     /// The run's number among the runner's runs of the model (its address's seed).
     pub nonce: u32,
     /// Leave the run account open after the last step (its rent stays in it).
@@ -116,6 +122,10 @@ impl RunRequest {
         RunRequest {
             prompt,
             steps,
+            source: match settings.temperature {
+                0 => SeedSource::None,
+                _ => SeedSource::Drawn,
+            },
             settings,
             nonce: 0,
             keep: false,
@@ -142,7 +152,15 @@ pub struct OnChainRun {
     pub text: String,
     pub tokens_per_second: f64,
     pub weights_hash: String,
+    /// The seed in force (drawn, chosen, or 0 for a greedy run).
     pub seed: u64,
+    /// "none", "drawn" or "chosen".
+    pub seed_source: &'static str,
+    /// The runner's seed StartRun carried, and the slot it landed in.
+    pub runner_seed: u64,
+    pub start_slot: u64,
+    /// The slot whose hash a drawn seed came from (0 otherwise).
+    pub seed_slot: u64,
     pub model: String,
     pub run: String,
     pub nonce: u32,
@@ -234,8 +252,8 @@ pub async fn run_on_chain<T: Transport>(
     let (file, hash) = fetch_sealed(t, model_address).await?;
     let artifact = curta_core::decode(&file).map_err(Error::Artifact)?;
     let model = Model::from_artifact(&artifact)?;
-    let p = prepare(t, runner, model_address, request, &artifact, hash).await?;
-    let existing = existing(t, runner, model_address, request, &p, &model).await?;
+    let mut p = prepare(t, runner, model_address, request, &artifact, hash).await?;
+    let existing = existing(t, runner, model_address, request, &mut p, &model, &artifact).await?;
     let limit = account_limit(t, request.account_limit).await?;
     let mut engine = Engine::new(
         t,
@@ -257,6 +275,17 @@ pub async fn run_on_chain<T: Transport>(
         Existing::Resume(header) => (Some(header.steps_landed), None),
         Existing::Fresh { funded } => (None, Some(start(&mut engine, &ctx, *funded).await?)),
     };
+    if request.source == SeedSource::Drawn {
+        let seed = draw(&mut engine, &ctx).await?;
+        p.plan = replan(&artifact, request, &p, seed)?;
+    }
+    let ctx = Context {
+        program: t.program_id(),
+        runner: runner.pubkey(),
+        model: *model_address,
+        request,
+        p: &p,
+    };
     let mut shadow = Shadow::new(&model, p.plan.start.clone());
     let driven = drive(&mut engine, &ctx, &model, &mut shadow, limit, &mut on_token).await?;
     let generation_seconds = started.elapsed().as_secs_f64();
@@ -269,7 +298,11 @@ pub async fn run_on_chain<T: Transport>(
         tokens,
         text: String::from_utf8_lossy(&header.text).into_owned(),
         weights_hash: crate::artifact::hex(&p.hash),
-        seed: request.settings.seed,
+        seed: header.seed,
+        seed_source: source_name(header.seed_source),
+        runner_seed: header.runner_seed,
+        start_slot: header.start_slot,
+        seed_slot: header.seed_slot,
         model: model_address.to_string(),
         run: p.address.to_string(),
         nonce: request.nonce,
@@ -380,6 +413,7 @@ impl Context<'_> {
             self.request.nonce,
             self.p.steps,
             &self.request.settings,
+            self.request.source,
             prompt,
         ));
         Item::model(Kind::StartRun, instructions)
@@ -402,13 +436,18 @@ async fn prepare<T: Transport>(
     let steps = request
         .steps
         .unwrap_or_else(|| default_steps(config.context_length, prompt_tokens.len()));
-    let plan = plan(
+    let mut plan = plan(
         artifact,
         &prompt_tokens,
         steps,
         request.settings,
         request.budget,
     )?;
+    if request.source == SeedSource::Drawn {
+        // StartRun leaves a drawn run's generator at 0 until its first step draws the seed;
+        // what follows is planned again once the seed is known ([`replan`]).
+        plan.start[curta_core::infer::state::field::RNG..][..8].fill(0);
+    }
     Ok(Prepared {
         hash,
         weights,
@@ -432,8 +471,9 @@ async fn existing<T: Transport>(
     runner: &Keypair,
     model_address: &Pubkey,
     request: &RunRequest,
-    p: &Prepared,
+    p: &mut Prepared,
     model: &Model<'_>,
+    artifact: &Artifact<'_>,
 ) -> Result<Existing, RunOnChainError> {
     let (address, me) = (p.address, runner.pubkey());
     let problem = |problem: String| RunOnChainError::RunAccount { address, problem };
@@ -468,6 +508,16 @@ async fn existing<T: Transport>(
                     "was started with another token count ({data_len} bytes, not the {} of --steps {}): run the same command with its --steps; {close}",
                     p.len, p.steps
                 )));
+            }
+            if header.seed_source != request.source {
+                return Err(problem(format!(
+                    "was started with seed source {}, not {} (--temperature 0 is none; --chosen-seed is chosen; else drawn): run the same command as started it; {close}",
+                    source_name(header.seed_source),
+                    source_name(request.source)
+                )));
+            }
+            if request.source == SeedSource::Drawn && header.seed != 0 {
+                p.plan = replan(artifact, request, p, header.seed)?;
             }
             let mut shadow = Shadow::new(model, p.plan.start.clone());
             if shadow.follow(&header.state).is_err() {
@@ -595,6 +645,76 @@ fn over_compute_limit(error: &TransactionError, logs: &[String]) -> bool {
         error,
         TransactionError::InstructionError(_, InstructionError::ComputationalBudgetExceeded)
     ) || logs.iter().any(|l| l.contains("exceeded CUs meter"))
+}
+
+/// How many steps [`draw`] sends at most before giving up on a seed (each waits for the
+/// cluster to pass the start slot first, so a second is rare).
+const DRAW_TRIES: u32 = 8;
+
+/// Draws a drawn run's seed: once the cluster is past the slot StartRun landed in, one step
+/// (the program refuses a step in the start slot with SeedNotReady: tried again after the next
+/// slot). Returns the seed in force, read from the run's header.
+async fn draw<T: Transport>(
+    engine: &mut Engine<'_, T>,
+    ctx: &Context<'_>,
+) -> Result<u64, RunOnChainError> {
+    let address = ctx.p.address;
+    let mut ticket = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ 0x5eed_0000;
+    for _ in 0..DRAW_TRIES {
+        let Found::Run(header, _, _) = read_run(engine.transport(), &address).await? else {
+            return Err(RunOnChainError::RunAccount {
+                address,
+                problem: "holds no run while its seed is drawn (closed by its runner?)".into(),
+            });
+        };
+        if header.seed != 0 {
+            return Ok(header.seed);
+        }
+        engine.transport().pass_slot(header.start_slot).await?;
+        ticket = ticket.wrapping_add(1);
+        let failures = engine.run(vec![ctx.step_item(ticket)], 1, false).await?;
+        if let Some(failure) = failures.first() {
+            if curta_error(&failure.error) != Some(CurtaError::SeedNotReady) {
+                return Err(refused(engine, ctx, &failure.error).await);
+            }
+        }
+    }
+    Err(RunOnChainError::RunAccount {
+        address,
+        problem: format!("its seed was still not drawn after {DRAW_TRIES} steps"),
+    })
+}
+
+/// The plan of a drawn run once its seed is known: the request's settings with that seed.
+fn replan(
+    artifact: &Artifact<'_>,
+    request: &RunRequest,
+    p: &Prepared,
+    seed: u64,
+) -> Result<Plan, RunOnChainError> {
+    let settings = Settings {
+        seed,
+        ..request.settings
+    };
+    Ok(plan(
+        artifact,
+        &p.plan.prompt_tokens,
+        p.steps,
+        settings,
+        request.budget,
+    )?)
+}
+
+/// A seed source's name in reports and errors.
+pub fn source_name(source: SeedSource) -> &'static str {
+    match source {
+        SeedSource::None => "none",
+        SeedSource::Drawn => "drawn",
+        SeedSource::Chosen => "chosen",
+    }
 }
 
 /// What [`drive`] sent.

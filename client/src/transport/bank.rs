@@ -464,6 +464,24 @@ impl Transport for BankTransport {
         let _ = tokio::time::timeout(self.profile().poll, self.finished.notified()).await;
     }
 
+    async fn pass_slot(&self, slot: u64) -> Result<(), Error> {
+        // The bank stays in its slot until it is moved: to the next slot, which records the
+        // frozen one's hash in SlotHashes.
+        let now = self
+            .client
+            .get_slot_with_context(tarpc::context::current(), CommitmentLevel::Processed)
+            .await
+            .map_err(bank_error)?;
+        if now > slot {
+            return Ok(());
+        }
+        self.context
+            .lock()
+            .unwrap()
+            .warp_to_slot(now + 1)
+            .map_err(|e| bank_error(format!("{e:?}")))
+    }
+
     async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {
         let simulation = self
             .client

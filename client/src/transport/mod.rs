@@ -122,6 +122,9 @@ pub trait Transport {
     /// The transactions sent through this transport that may still land.
     fn ledger(&self) -> &Ledger;
     async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error>;
+    /// Returns once the cluster works on a slot after `slot` (a transaction sent then lands
+    /// after it): polls the processed slot over RPC; moves the bank to the next slot.
+    async fn pass_slot(&self, slot: u64) -> Result<(), Error>;
     /// Waits, when nothing sent has resolved yet, before the statuses are read again: at most
     /// the profile's poll interval, less where the transport knows a transaction finished.
     async fn wait_for_progress(&self) {

@@ -284,6 +284,26 @@ impl Transport for RpcTransport {
         &self.ledger
     }
 
+    async fn pass_slot(&self, slot: u64) -> Result<(), Error> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let now = self
+                .client
+                .get_slot_with_commitment(CommitmentConfig::processed())
+                .await
+                .map_err(rpc_error)?;
+            if now > slot {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(rpc_error(format!(
+                    "the cluster stayed at slot {now} for a minute, waiting to pass slot {slot}"
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {
         let config = RpcSimulateTransactionConfig {
             sig_verify: false,

@@ -88,11 +88,17 @@ pub enum CurtaError {
     ModelNotSealed = 40,
     #[error("the model's accounts and the run account would hold more than 66,060,288 bytes: no Step of the run could load them")]
     RunTooLarge = 41,
+    #[error("a run whose seed is drawn from the chain steps only after the slot it started in: the start slot's hash is not in SlotHashes yet")]
+    SeedNotReady = 42,
+    #[error("the start slot's hash has left SlotHashes (512 slots) before the run's seed was drawn: the run can only be closed")]
+    SeedExpired = 43,
+    #[error("the account is not the SlotHashes sysvar")]
+    NotSlotHashes = 44,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 42] = [
+    pub const ALL: [CurtaError; 45] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -135,6 +141,9 @@ impl CurtaError {
         CurtaError::InvalidStepBudget,
         CurtaError::ModelNotSealed,
         CurtaError::RunTooLarge,
+        CurtaError::SeedNotReady,
+        CurtaError::SeedExpired,
+        CurtaError::NotSlotHashes,
     ];
 }
 

@@ -7,6 +7,8 @@
 
 use curta_core::le::u32_at;
 
+pub use crate::run::SeedSource;
+
 /// Most section bytes one Write carries in a 1,232-byte transaction with one signer, three
 /// account keys (authority, weight account, program) and no compute-budget instruction:
 /// 213 bytes of transaction and instruction framing + 1,019 = 1,232.
@@ -71,7 +73,8 @@ pub enum InstructionData<'a> {
 
     /// Starts run `nonce` of a Sealed model in the run account the runner created at
     /// `run_address(runner, model, nonce)`: the prompt (text, tokenized on chain from section
-    /// zero, or token ids), up to `steps` tokens, the sampling settings (16 fractional bits).
+    /// zero, or token ids), up to `steps` tokens, the sampling settings (16 fractional bits),
+    /// the runner's seed and where the seed in force comes from (`source`).
     ///
     /// 0. `[writable]` run account
     /// 1. `[signer]` runner
@@ -83,6 +86,8 @@ pub enum InstructionData<'a> {
         temperature: u32,
         top_p: u32,
         seed: u64,
+        /// [`SeedSource`]'s byte (checked by StartRun and by [`CurtaInstruction::unpack`]).
+        source: u8,
         prompt: Prompt<'a>,
     },
 
@@ -92,7 +97,8 @@ pub enum InstructionData<'a> {
     ///
     /// 0. `[writable]` run account
     /// 1. `[]` model
-    /// 2. and on: `[]` every section's weight account, in section order
+    /// 2. `[]` the SlotHashes sysvar (a drawn seed is drawn from it)
+    /// 3. and on: `[]` every section's weight account, in section order
     Step { ticket: u32, budget: u32 },
 
     /// Closes a run: every lamport to the runner. `run` names the run's model address and
@@ -158,9 +164,9 @@ impl<'a> InstructionData<'a> {
             4 => exact(0).map(|_| InstructionData::Reopen),
             5 => exact(0).map(|_| InstructionData::Close),
             6 => {
-                let (head, body) = rest.split_at_checked(29)?;
-                let count = u32_at(head, 25) as u64;
-                let prompt = match head[24] {
+                let (head, body) = rest.split_at_checked(30)?;
+                let count = u32_at(head, 26) as u64;
+                let prompt = match head[25] {
                     0 => (body.len() as u64 == count).then_some(Prompt::Text(body))?,
                     1 => (body.len() as u64 == 4 * count).then_some(Prompt::Tokens(body))?,
                     _ => return None,
@@ -171,6 +177,7 @@ impl<'a> InstructionData<'a> {
                     temperature: u32_at(head, 8),
                     top_p: u32_at(head, 12),
                     seed: curta_core::le::u64_at(head, 16),
+                    source: head[24],
                     prompt,
                 })
             }
@@ -223,7 +230,7 @@ pub use host::*;
 /// The owned instruction and the instruction builders, for the client and the tests.
 #[cfg(not(target_os = "solana"))]
 mod host {
-    use super::{InstructionData, Prompt};
+    use super::{InstructionData, Prompt, SeedSource};
     use alloc::vec::Vec;
     use solana_instruction::{AccountMeta, Instruction};
     use solana_program_error::ProgramError;
@@ -261,6 +268,7 @@ mod host {
             temperature: u32,
             top_p: u32,
             seed: u64,
+            source: SeedSource,
             prompt: OwnedPrompt,
         },
         Step {
@@ -320,6 +328,7 @@ mod host {
                         temperature,
                         top_p,
                         seed,
+                        source,
                         prompt,
                     } => CurtaInstruction::StartRun {
                         nonce,
@@ -327,6 +336,8 @@ mod host {
                         temperature,
                         top_p,
                         seed,
+                        source: SeedSource::from_u8(source)
+                            .ok_or(ProgramError::InvalidInstructionData)?,
                         prompt: match prompt {
                             Prompt::Text(text) => OwnedPrompt::Text(text.to_vec()),
                             Prompt::Tokens(ids) => OwnedPrompt::Tokens(
@@ -385,6 +396,7 @@ mod host {
                     temperature,
                     top_p,
                     seed,
+                    source,
                     prompt,
                 } => {
                     out.push(6);
@@ -392,6 +404,7 @@ mod host {
                         out.extend_from_slice(&field.to_le_bytes());
                     }
                     out.extend_from_slice(&seed.to_le_bytes());
+                    out.push(*source as u8);
                     match prompt {
                         OwnedPrompt::Text(text) => {
                             out.push(0);
@@ -588,6 +601,7 @@ mod host {
         nonce: u32,
         steps: u32,
         settings: &curta_core::infer::Settings,
+        source: SeedSource,
         prompt: OwnedPrompt,
     ) -> Instruction {
         instruction(
@@ -604,10 +618,15 @@ mod host {
                 temperature: settings.temperature,
                 top_p: settings.top_p,
                 seed: settings.seed,
+                source,
                 prompt,
             },
         )
     }
+
+    /// The SlotHashes sysvar (a Step's account 2).
+    pub const SLOT_HASHES: Pubkey =
+        solana_pubkey::pubkey!("SysvarS1otHashes111111111111111111111111111");
 
     /// A Step of a run with `budget` estimated compute units; `weights` are the model's
     /// weight accounts in section order (read-only); `ticket` any number that makes the
@@ -622,7 +641,8 @@ mod host {
     ) -> Instruction {
         let mut accounts = alloc::vec![
             AccountMeta::new(*run, false),
-            AccountMeta::new_readonly(*model, false)
+            AccountMeta::new_readonly(*model, false),
+            AccountMeta::new_readonly(SLOT_HASHES, false),
         ];
         accounts.extend(weights.iter().map(|w| AccountMeta::new_readonly(*w, false)));
         instruction(

@@ -9,13 +9,14 @@ use pinocchio::pubkey::{self, Pubkey};
 use pinocchio::ProgramResult;
 
 use super::shared::{
-    error_code, log_run_error, minimum_balance, owned, owned_data, prompt_buffer, sealed_model,
-    signer, weight_account, writable,
+    current_slot, error_code, log_run_error, minimum_balance, owned, owned_data, prompt_buffer,
+    sealed_model, signer, weight_account, writable,
 };
 use crate::error::CurtaError;
 use crate::instruction::{InstructionData, Prompt};
 use crate::run::{
-    run_len, run_seed_bytes, sampling_fits, RunAccount, RUN_HEADER_LEN, TEXT_PER_STEP,
+    run_len, run_seed_bytes, sampling_fits, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN,
+    TEXT_PER_STEP,
 };
 use crate::state::{
     all_zero, same_address, step_bytes, WeightFields, MAX_MODEL_BYTES, WEIGHT_HEADER_LEN,
@@ -32,9 +33,13 @@ pub(super) fn process_start_run(program_id: &Pubkey, accounts: &[AccountInfo], d
         temperature,
         top_p,
         seed,
+        source,
         prompt,
     }) = InstructionData::parse(data)
     else {
+        return error_code(Err(ProgramError::InvalidInstructionData));
+    };
+    let Some(source) = SeedSource::from_u8(source) else {
         return error_code(Err(ProgramError::InvalidInstructionData));
     };
     let settings = Settings {
@@ -43,7 +48,7 @@ pub(super) fn process_start_run(program_id: &Pubkey, accounts: &[AccountInfo], d
         seed,
     };
     error_code(start_run(
-        program_id, accounts, nonce, steps, settings, prompt,
+        program_id, accounts, nonce, steps, settings, source, prompt,
     ))
 }
 
@@ -55,6 +60,7 @@ fn start_run(
     nonce: u32,
     steps: u32,
     settings: Settings,
+    source: SeedSource,
     prompt: Prompt,
 ) -> ProgramResult {
     let [run_info, runner, model_info, zero_info] = accounts else {
@@ -108,6 +114,11 @@ fn start_run(
         return Err(CurtaError::AlreadyInitialized.into());
     }
 
+    // Greedy runs have no seed; a sampled run's seed is drawn or chosen, said so.
+    if (settings.temperature == 0) != (source == SeedSource::None) {
+        pinocchio::log::sol_log("run: seed source 0 is for greedy runs (temperature 0) only");
+        return Err(CurtaError::InvalidRun.into());
+    }
     if !sampling_fits(&config, settings.temperature) {
         pinocchio::log::sol_log(
             "run: sampling over this vocabulary does not fit one step: use temperature 0",
@@ -130,17 +141,32 @@ fn start_run(
             count
         }
     };
-    let state_len = curta_core::infer::state_len(&config) as u32;
-    let text_capacity = TEXT_PER_STEP as u32 * steps;
-    let mut run = RunAccount::create(
-        &mut data,
+    let start = RunStart {
         nonce,
-        model_info.key(),
-        runner.key(),
-        state_len,
-        text_capacity,
-    );
+        model: model_info.key(),
+        runner: runner.key(),
+        state_len: curta_core::infer::state_len(&config) as u32,
+        text_capacity: TEXT_PER_STEP as u32 * steps,
+        temperature: settings.temperature,
+        top_p: settings.top_p,
+        runner_seed: settings.seed,
+        source,
+        start_slot: current_slot()?,
+    };
+    let mut run = RunAccount::create(&mut data, &start);
     let (state, _) = run.state_and_text();
-    Run::start(state, &model, &tokens[..count], steps, settings).map_err(log_run_error)?;
+    // A drawn seed is not known yet: the generator starts at 1 to pass `Run::start`'s check
+    // and is set to 0 until the first step after the start slot draws it.
+    let engine_settings = match source {
+        SeedSource::Drawn => Settings {
+            seed: 1,
+            ..settings
+        },
+        SeedSource::None | SeedSource::Chosen => settings,
+    };
+    Run::start(state, &model, &tokens[..count], steps, engine_settings).map_err(log_run_error)?;
+    if source == SeedSource::Drawn {
+        state[curta_core::infer::state::field::RNG..][..8].fill(0);
+    }
     Ok(())
 }

@@ -8,11 +8,16 @@ use pinocchio::pubkey::Pubkey;
 use pinocchio::ProgramResult;
 
 use super::shared::{
-    error_code, log_run_error, owned, owned_data, sealed_model, weight_account, writable,
+    error_code, from_code, log_run_error, owned, owned_data, sealed_model, sha256, weight_account,
+    writable,
 };
 use crate::error::CurtaError;
-use crate::run::{step_costs, RunAccount, MAX_STEP_BUDGET};
+use crate::run::{
+    find_slot_hash, seed_from_digest, seed_preimage, step_costs, RunAccount, SlotHashLookup,
+    MAX_STEP_BUDGET,
+};
 use crate::state::{same_address, WeightFields, WEIGHT_HEADER_LEN};
+use pinocchio::sysvars::slot_hashes::SLOTHASHES_ID;
 
 /// Its own stack frame, as StartRun's: the error code out (0 for success).
 #[inline(never)]
@@ -25,7 +30,7 @@ pub(super) fn process_step(program_id: &Pubkey, accounts: &[AccountInfo], budget
 /// transaction unique).
 #[inline(always)]
 fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramResult {
-    let [run_info, model_info, weight_infos @ ..] = accounts else {
+    let [run_info, model_info, slot_hashes, weight_infos @ ..] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
     };
     writable(run_info)?;
@@ -38,6 +43,18 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
     // refused before any weight account is read.
     if !run.running() {
         return Err(CurtaError::RunEnded.into());
+    }
+    if !same_address(slot_hashes.key(), &SLOTHASHES_ID) {
+        return Err(CurtaError::NotSlotHashes.into());
+    }
+    if let Some((runner_seed, start_slot)) = run.seed_to_draw() {
+        from_code(draw_seed(
+            &mut run,
+            run_info.key(),
+            slot_hashes,
+            runner_seed,
+            start_slot,
+        ))?;
     }
     let (config, model_data) = sealed_model(model_info, program_id)?;
     if weight_infos.len() != config.section_count() {
@@ -87,5 +104,38 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
         run.append_text(piece.bytes());
     }
     run.count_step();
+    Ok(())
+}
+
+/// Draws a run's seed from the start slot's hash (docs/program.md, "The seed"): refused in
+/// the start slot itself (its hash is made when the slot ends) and once the hash has left
+/// SlotHashes. Its own frame (SBF returns one register: the error code, 0 for success).
+#[inline(never)]
+fn draw_seed(
+    run: &mut RunAccount,
+    address: &Pubkey,
+    slot_hashes: &AccountInfo,
+    runner_seed: u64,
+    start_slot: u64,
+) -> u64 {
+    error_code(draw(run, address, slot_hashes, runner_seed, start_slot))
+}
+
+#[inline(always)]
+fn draw(
+    run: &mut RunAccount,
+    address: &Pubkey,
+    slot_hashes: &AccountInfo,
+    runner_seed: u64,
+    start_slot: u64,
+) -> ProgramResult {
+    let hashes = slot_hashes.try_borrow_data()?;
+    let hash = match find_slot_hash(&hashes, start_slot) {
+        SlotHashLookup::Found(hash) => hash,
+        SlotHashLookup::NotYet => return Err(CurtaError::SeedNotReady.into()),
+        SlotHashLookup::Gone => return Err(CurtaError::SeedExpired.into()),
+    };
+    let preimage = seed_preimage(runner_seed, address, start_slot, &hash);
+    run.record_seed(start_slot, &hash, seed_from_digest(&sha256(&preimage)));
     Ok(())
 }

@@ -214,6 +214,11 @@ pub(crate) fn weight_address(
 /// and created again at its address in a later slot gets another id.
 #[inline(always)]
 pub(crate) fn creation_slot() -> Result<u64, ProgramError> {
+    current_slot()
+}
+
+/// The current slot (Clock sysvar).
+pub(crate) fn current_slot() -> Result<u64, ProgramError> {
     use pinocchio::sysvars::{clock::Clock, Sysvar};
     Ok(Clock::get()?.slot)
 }
@@ -251,6 +256,26 @@ pub(crate) fn chain_in_place(running: &mut [u8; 32], chunk: &[u8]) {
     #[cfg(not(target_os = "solana"))]
     {
         *running = curta_core::chain_chunk(running, chunk);
+    }
+}
+
+/// SHA-256 of `bytes`: the `sol_sha256` syscall on chain.
+#[inline(always)]
+pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
+    #[cfg(target_os = "solana")]
+    {
+        let mut out = [0u8; 32];
+        // SAFETY: the syscall reads the one (pointer, length) pair and its bytes, then writes
+        // 32 bytes at `out`.
+        unsafe {
+            let slices: [&[u8]; 1] = [bytes];
+            pinocchio::syscalls::sol_sha256(slices.as_ptr() as *const u8, 1, out.as_mut_ptr());
+        }
+        out
+    }
+    #[cfg(not(target_os = "solana"))]
+    {
+        curta_core::sha256(bytes)
     }
 }
 
