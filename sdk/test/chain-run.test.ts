@@ -1,0 +1,172 @@
+// Whole runs of stories260K on chain through the SDK (startRun, stepRun, watchRun, runTrust,
+// closeRun over @solana/kit) against the project's JSON-RPC test node: tests/support/rpc_shim.rs,
+// the Curta program's SBF binary on a solana-program-test bank, started by the Rust example
+// `sdk_node` with the model published and sealed through it. Each run's tokens and text must
+// equal `client run` on the same artifact (the CLI, natively) and the SDK's WebAssembly engine.
+//
+// scripts/sdk-test builds both binaries and sets CURTA_SDK_NODE and CURTA_CLIENT; without them
+// (a plain `npm test`) these tests are skipped and say so.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { type Address, type KeyPairSigner, address, createKeyPairSignerFromBytes, createSolanaRpc } from '@solana/kit'
+import {
+  CurtaTransactionError,
+  Runner,
+  closeRun,
+  computeUnitLimitInstruction,
+  fetchModel,
+  fetchRun,
+  runAddress,
+  runTrust,
+  sendInstructions,
+  startRun,
+  stepInstruction,
+  stepRun,
+  watchRun,
+  type RunUpdate,
+} from '../src/index.js'
+import { type ChainNode, type NodeInfo, clientRun as cli, skipChain as skip, startChainNode } from './support/chain-node.js'
+
+let node: ChainNode | undefined
+let info: NodeInfo
+let rpc: ReturnType<typeof createSolanaRpc>
+let runner: KeyPairSigner
+let stranger: KeyPairSigner
+let engine: Runner
+
+before(async () => {
+  if (skip) return
+  node = await startChainNode()
+  info = node.info
+  rpc = createSolanaRpc(info.url)
+  runner = await createKeyPairSignerFromBytes(new Uint8Array(info.runnerKeypair))
+  stranger = await createKeyPairSignerFromBytes(new Uint8Array(info.strangerKeypair))
+  engine = await Runner.create(new Uint8Array(readFileSync(info.artifact)))
+})
+
+after(async () => {
+  await node?.stop()
+})
+
+const clientRun = (args: string[]) => cli(info.artifact, args)
+
+const balance = async (a: Address) => (await rpc.getBalance(a, { commitment: 'confirmed' }).send()).value
+
+async function runThrough(options: Parameters<typeof startRun>[1], watch = false) {
+  const before = await balance(runner.address)
+  const started = await startRun(rpc, options)
+  assert.equal(started.run, await runAddress(address(info.programId), runner.address, address(info.model), started.nonce))
+  assert.equal(started.account.finished, false)
+  assert.deepEqual(started.account.generatedTokens, [])
+  // An unfinished run is not trusted.
+  const early = await runTrust(rpc, started.run, { expectedModel: address(info.model) })
+  assert.equal(early.trusted, false)
+  assert.deepEqual(
+    early.checks.filter((c) => !c.ok).map((c) => c.name),
+    ['finished'],
+  )
+  const updates: RunUpdate[] = []
+  const watching = watch
+    ? (async () => {
+        for await (const u of watchRun(rpc, started.run, { intervalMs: 20 })) updates.push(u)
+      })()
+    : undefined
+  let steps = 0
+  // A stranger steps the run: anyone may, and the runner then pays only the start and the close.
+  const ended = await stepRun(rpc, { run: started.run, payer: stranger, onStep: () => steps++ })
+  await watching
+  assert.equal(ended.finished, true)
+  assert.equal(ended.stepsLanded, steps)
+  const trust = await runTrust(rpc, started.run, { expectedModel: address(info.model) })
+  assert.deepEqual(
+    trust.checks.filter((c) => !c.ok),
+    [],
+  )
+  assert.equal(trust.trusted, true)
+  return { started, ended, updates, before }
+}
+
+async function closeAndCount(run: Address, before: bigint) {
+  await closeRun(rpc, { run, runner })
+  assert.equal((await rpc.getAccountInfo(run, { commitment: 'confirmed' }).send()).value, null)
+  // The rent came back: the runner paid two fees (start and close) of 5,000 lamports a signature.
+  assert.equal(before - (await balance(runner.address)), 10_000n)
+}
+
+test('a greedy run with a text prompt, through the SDK: the tokens and text of client run and of the WebAssembly engine; watchRun streams them', { skip }, async () => {
+  const steps = 24
+  const { started, ended, updates, before } = await runThrough(
+    { runner, model: address(info.model), steps, prompt: { text: 'Once upon a time' }, temperature: 0 },
+    true,
+  )
+  assert.equal(started.account.seedSource, 'none')
+  assert.equal(started.account.seedInForce, 0n)
+  const cli = await clientRun(['--prompt', 'Once upon a time', '--steps', `${steps}`, '--temperature', '0'])
+  const wasm = await engine.run({ prompt: 'Once upon a time', steps, temperature: 0 })
+  assert.deepEqual(ended.promptTokens, cli.prompt_tokens)
+  assert.deepEqual(ended.generatedTokens, cli.tokens)
+  assert.equal(new TextDecoder().decode(ended.text), cli.text)
+  assert.deepEqual(ended.generatedTokens, wasm.tokens)
+  assert.equal(new TextDecoder().decode(ended.text), wasm.text)
+  // watchRun: updates as steps landed, the tokens in order, each once, the text growing to the end.
+  assert.ok(updates.length >= 2, `${updates.length} updates`)
+  assert.deepEqual(
+    updates.flatMap((u) => u.newTokens),
+    cli.tokens,
+  )
+  updates.forEach((u, i) => i > 0 && assert.ok(u.text.startsWith(updates[i - 1]!.text)))
+  assert.equal(updates.at(-1)!.text, cli.text)
+  assert.equal(updates.at(-1)!.run.finished, true)
+  console.log(`greedy: ${ended.generatedTokens.length} tokens in ${ended.stepsLanded} steps, ${updates.length} updates: ${JSON.stringify(cli.text)}`)
+  await closeAndCount(started.run, before)
+})
+
+test('a sampled run with a seed the runner chose: the tokens and text of client run with that seed', { skip }, async () => {
+  const seed = BigInt.asUintN(64, BigInt(Math.floor(Math.random() * 2 ** 53)) * 2048n + 1n)
+  console.log(`sampled run, runner's seed ${seed}`)
+  const steps = 20
+  const { started, ended, before } = await runThrough({
+    runner,
+    model: address(info.model),
+    steps,
+    prompt: { tokenIds: [1] },
+    temperature: 52_429, // 0.8
+    topP: 58_982, // 0.9
+    seedSource: 'chosen',
+    seed,
+  })
+  assert.equal(started.account.seedSource, 'chosen')
+  assert.equal(started.account.runnerSeed, seed)
+  assert.equal(started.account.seedInForce, seed)
+  const cli = await clientRun(['--prompt-tokens', '1', '--steps', `${steps}`, '--temperature', '0.8', '--top-p', '0.9', '--seed', `${seed}`])
+  assert.equal(BigInt(cli.seed), seed)
+  const wasm = await engine.run({ prompt: [1], steps, temperature: '0.8', topP: '0.9', seed })
+  assert.deepEqual(ended.generatedTokens, cli.tokens)
+  assert.equal(new TextDecoder().decode(ended.text), cli.text)
+  assert.deepEqual(ended.generatedTokens, wasm.tokens)
+  const again = await fetchRun(rpc, started.run)
+  assert.deepEqual(again.generatedTokens, ended.generatedTokens)
+  await closeAndCount(started.run, before)
+})
+
+test('a run whose seed is drawn from the chain: recorded as drawn, and a step in its start slot is refused with SeedNotReady (this node never leaves its slot)', { skip }, async () => {
+  const before = await balance(runner.address)
+  const seed = 0x0123456789abcdefn
+  const started = await startRun(rpc, { runner, model: address(info.model), steps: 4, prompt: { tokenIds: [1] }, temperature: 65_536, seed })
+  const slot = await rpc.getSlot({ commitment: 'confirmed' }).send()
+  assert.equal(started.account.seedSource, 'drawn')
+  assert.equal(started.account.runnerSeed, seed)
+  assert.equal(started.account.startSlot, slot)
+  assert.deepEqual([started.account.seedSlot, started.account.seedInForce], [0n, 0n])
+  assert.deepEqual([...started.account.slotHash], Array(32).fill(0))
+  const model = await fetchModel(rpc, address(info.model))
+  const step = stepInstruction({ run: started.run, model: address(info.model), weights: model.weightAccounts as Address[], ticket: 1, budget: 1_175_000 })
+  await assert.rejects(
+    sendInstructions(rpc, stranger, [computeUnitLimitInstruction(1_250_000), step]),
+    (e: unknown) => e instanceof CurtaTransactionError && e.code === 'SeedNotReady' && e.details.code === 42,
+  )
+  const after = await fetchRun(rpc, started.run)
+  assert.equal(after.stepsLanded, 0)
+  await closeAndCount(started.run, before)
+})

@@ -1,0 +1,466 @@
+// The SDK's instruction builders, account decoders and errors against the Codama IDL
+// (idl/curta.json, itself checked against the program crate by tests/idl.rs): a small encoder
+// driven by the IDL's type nodes writes every instruction from sample arguments and every
+// account from sample fields; the builders must produce the same bytes and accounts, the
+// decoders must read back the sample values.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { type Address, AccountRole, type Instruction, getAddressDecoder, getAddressEncoder } from '@solana/kit'
+import {
+  CURTA_PROGRAM_ID,
+  MODEL_FIELD,
+  PROGRAM_ERRORS,
+  RUN_FIELD,
+  RUN_HEADER_LEN,
+  SEED_SOURCES,
+  SLOT_HASHES_SYSVAR,
+  WEIGHT_FIELD,
+  CurtaAccountError,
+  closeInstruction,
+  closeRunInstruction,
+  completeUtf8,
+  createModelInstruction,
+  decodeModelAccount,
+  decodeRunAccount,
+  decodeWeightHeader,
+  drawnSeed,
+  initWeightAccountInstruction,
+  programError,
+  reopenInstruction,
+  runAccountLength,
+  runAddress,
+  runSeed,
+  sealInstruction,
+  startRunInstruction,
+  stateLength,
+  stepInstruction,
+  writeInstruction,
+} from '../src/index.js'
+import { repoDir } from './support/files.js'
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Node = any
+const idl: Node = JSON.parse(readFileSync(join(repoDir, 'idl', 'curta.json'), 'utf8'))
+const program: Node = idl.program
+const definedTypes = new Map<string, Node>(program.definedTypes.map((t: Node) => [t.name, t.type]))
+const named = (list: Node[], name: string): Node => {
+  const found = list.find((n) => n.name === name)
+  assert.ok(found, `the IDL has no ${name}`)
+  return found
+}
+const resolve = (t: Node): Node => (t.kind === 'definedTypeLinkNode' ? definedTypes.get(t.name) : t)
+const enc = getAddressEncoder()
+const dec = getAddressDecoder()
+
+function numberSize(t: Node): number {
+  assert.equal(t.kind, 'numberTypeNode')
+  assert.equal(t.endian, 'le')
+  return { u8: 1, u16: 2, u32: 4, u64: 8 }[t.format as string]!
+}
+
+function encodeNumber(t: Node, v: number | bigint, out: number[]) {
+  const size = numberSize(t)
+  let b = BigInt(v)
+  assert.ok(b >= 0n && b < 1n << BigInt(8 * size), `${v} fits ${size} bytes`)
+  for (let i = 0; i < size; i++, b >>= 8n) out.push(Number(b & 0xffn))
+}
+
+/** Encodes `value` as the IDL type node `t` says. */
+function encode(t: Node, value: Node, out: number[]): void {
+  t = resolve(t)
+  switch (t.kind) {
+    case 'numberTypeNode':
+      return encodeNumber(t, value, out)
+    case 'booleanTypeNode':
+      return encodeNumber(t.size, value ? 1 : 0, out)
+    case 'publicKeyTypeNode':
+      out.push(...enc.encode(value))
+      return
+    case 'bytesTypeNode':
+      out.push(...(value as Uint8Array))
+      return
+    case 'fixedSizeTypeNode': {
+      const inner: number[] = []
+      encode(t.type, value, inner)
+      assert.equal(inner.length, t.size)
+      out.push(...inner)
+      return
+    }
+    case 'sizePrefixTypeNode': {
+      const inner: number[] = []
+      encode(t.type, value, inner)
+      encodeNumber(t.prefix, inner.length, out)
+      out.push(...inner)
+      return
+    }
+    case 'arrayTypeNode': {
+      const items = value as Node[]
+      if (t.count.kind === 'prefixedCountNode') encodeNumber(t.count.prefix, items.length, out)
+      else if (t.count.kind === 'fixedCountNode') assert.equal(items.length, t.count.value)
+      items.forEach((item) => encode(t.item, item, out))
+      return
+    }
+    case 'structTypeNode':
+      for (const f of t.fields) encode(f.type, value[f.name], out)
+      return
+    case 'tupleTypeNode':
+      t.items.forEach((item: Node, i: number) => encode(item, value[i], out))
+      return
+    case 'remainderOptionTypeNode':
+      if (value !== null) encode(t.item, value, out)
+      return
+    case 'enumTypeNode': {
+      const [name, items] = typeof value === 'string' ? [value, undefined] : Object.entries(value)[0]!
+      const index = t.variants.findIndex((v: Node) => v.name === name)
+      assert.ok(index >= 0, `variant ${name}`)
+      const variant = t.variants[index]
+      encodeNumber(t.size, variant.discriminator ?? index, out)
+      if (variant.kind === 'enumTupleVariantTypeNode') encode(variant.tuple, items, out)
+      return
+    }
+    default:
+      throw new Error(`the test's encoder has no ${t.kind}`)
+  }
+}
+
+function fixedSize(t: Node): number | undefined {
+  t = resolve(t)
+  switch (t.kind) {
+    case 'numberTypeNode':
+      return numberSize(t)
+    case 'booleanTypeNode':
+      return numberSize(t.size)
+    case 'publicKeyTypeNode':
+      return 32
+    case 'fixedSizeTypeNode':
+      return t.size
+    case 'arrayTypeNode':
+      return t.count.kind === 'fixedCountNode' ? t.count.value * fixedSize(t.item)! : undefined
+    case 'structTypeNode':
+      return t.fields.reduce((n: number | undefined, f: Node) => (n === undefined || fixedSize(f.type) === undefined ? undefined : n + fixedSize(f.type)!), 0)
+    case 'enumTypeNode':
+      return t.variants.every((v: Node) => v.kind === 'enumEmptyVariantTypeNode') ? numberSize(t.size) : undefined
+    default:
+      return undefined
+  }
+}
+
+function idlData(name: string, args: Record<string, Node>): Uint8Array {
+  const node = named(program.instructions, name)
+  assert.equal(node.discriminators[0].kind, 'fieldDiscriminatorNode')
+  const out: number[] = []
+  for (const arg of node.arguments) encode(arg.type, arg.defaultValueStrategy === 'omitted' ? arg.defaultValue.number : args[arg.name], out)
+  return new Uint8Array(out)
+}
+
+const role = (writable: boolean, signer: boolean) =>
+  signer ? (writable ? AccountRole.WRITABLE_SIGNER : AccountRole.READONLY_SIGNER) : writable ? AccountRole.WRITABLE : AccountRole.READONLY
+
+/** The accounts as the IDL lists them (by name, for the fixed ones), `omit` left out, `remaining` appended. */
+function idlAccounts(name: string, addresses: Record<string, Address>, remaining: Address[] = [], omit: string[] = []) {
+  const node = named(program.instructions, name)
+  const fixed = node.accounts
+    .filter((a: Node) => !omit.includes(a.name))
+    .map((a: Node) => ({ address: a.defaultValue?.publicKey ?? addresses[a.name], role: role(a.isWritable, a.isSigner) }))
+  const rest = node.remainingAccounts.flatMap((r: Node) => remaining.map((address) => ({ address, role: role(r.isWritable ?? false, r.isSigner ?? false) })))
+  return [...fixed, ...rest]
+}
+
+function check(name: string, args: Record<string, Node>, built: Instruction, addresses: Record<string, Address>, remaining: Address[] = [], omit: string[] = []) {
+  assert.equal(built.programAddress, CURTA_PROGRAM_ID)
+  assert.deepEqual([...built.data!], [...idlData(name, args)], `${name}: bytes`)
+  assert.deepEqual(
+    built.accounts!.map((a) => ({ address: a.address, role: a.role })),
+    idlAccounts(name, addresses, remaining, omit),
+    `${name}: accounts`,
+  )
+}
+
+const key = (seed: number): Address => dec.decode(Uint8Array.from({ length: 32 }, (_, i) => (seed * 31 + i * 7) & 0xff))
+const [authority, weight, model, run, runner, destination] = [1, 2, 3, 4, 5, 6].map(key) as [Address, Address, Address, Address, Address, Address]
+const weights = [10, 11, 12].map(key)
+
+test('the IDL is a Codama root node of the program, with the nine instructions in tag order', () => {
+  assert.equal(idl.kind, 'rootNode')
+  assert.equal(idl.standard, 'codama')
+  assert.equal(program.publicKey, CURTA_PROGRAM_ID)
+  assert.deepEqual(
+    program.instructions.map((i: Node) => [i.name, i.arguments[0].defaultValue.number]),
+    ['createModel', 'initWeightAccount', 'write', 'seal', 'reopen', 'close', 'startRun', 'step', 'closeRun'].map((n, i) => [n, i]),
+  )
+})
+
+test('every instruction builder writes the IDL bytes and accounts', () => {
+  const hash = Uint8Array.from({ length: 32 }, (_, i) => 0xa0 ^ i)
+  check(
+    'createModel',
+    { weightsHash: hash, sectionLengths: [4096, 70000, 0x01020304] },
+    createModelInstruction({ authority, model, weightsHash: hash, sectionLengths: [4096, 70000, 0x01020304] }),
+    { authority, model },
+  )
+  check('initWeightAccount', { section: 17 }, initWeightAccountInstruction({ model, weight, authority, section: 17 }), { model, weight, authority })
+  const bytes = Uint8Array.from({ length: 300 }, (_, i) => (i * 7 + 3) & 0xff)
+  check('write', { offset: 0xabcdef, bytes }, writeInstruction({ weight, authority, offset: 0xabcdef, bytes }), { weight, authority })
+  check(
+    'seal',
+    { pass: 3, chunk: 0, creation: 0x0102030405060708n },
+    sealInstruction({ model, weight, authority, pass: 3, chunk: 0, creation: 0x0102030405060708n }),
+    { model, weight, authority },
+  )
+  check(
+    'seal',
+    { pass: 0xfffffffe, chunk: 161, creation: 2n ** 64n - 6n },
+    sealInstruction({ model, weight, pass: 0xfffffffe, chunk: 161, creation: 2n ** 64n - 6n }),
+    { model, weight },
+    [],
+    ['authority'],
+  )
+  check('reopen', {}, reopenInstruction({ model, authority, weights }), { model, authority }, weights)
+  check('close', {}, closeInstruction({ model, authority, destination, weights }), { model, authority, destination }, weights)
+  check(
+    'step',
+    { ticket: 0xdeadbeef, budget: 1_175_000 },
+    stepInstruction({ run, model, weights, ticket: 0xdeadbeef, budget: 1_175_000 }),
+    { run, model },
+    weights,
+  )
+  assert.equal(named(named(program.instructions, 'step').accounts, 'slotHashes').defaultValue.publicKey, SLOT_HASHES_SYSVAR)
+  check('closeRun', { runSeeds: null }, closeRunInstruction({ run, runner }), { run, runner })
+  check('closeRun', { runSeeds: { model, nonce: 42 } }, closeRunInstruction({ run, runner, model, nonce: 42 }), { run, runner })
+  const sectionZero = weight
+  const cases = [
+    { temperature: 0, topP: 0x10000, seed: 0n, seedSource: 'none', prompt: { text: 'Once upon a time' }, idlPrompt: { text: [new TextEncoder().encode('Once upon a time')] } },
+    { temperature: 52_429, topP: 58_982, seed: 0x1122334455667788n, seedSource: 'drawn', prompt: { tokenIds: [1, 403, 0x01020304] }, idlPrompt: { tokenIds: [[1, 403, 0x01020304]] } },
+    { temperature: 65_536, topP: 1, seed: 2n ** 64n - 1n, seedSource: 'chosen', prompt: { tokenIds: [] }, idlPrompt: { tokenIds: [[]] } },
+  ] as const
+  for (const c of cases) {
+    check(
+      'startRun',
+      { nonce: 0x0badcafe, steps: 300, temperature: c.temperature, topP: c.topP, seed: c.seed, seedSource: c.seedSource, prompt: c.idlPrompt },
+      startRunInstruction({ run, runner, model, sectionZero, nonce: 0x0badcafe, steps: 300, temperature: c.temperature, topP: c.topP, seed: c.seed, seedSource: c.seedSource, prompt: c.prompt }),
+      { run, runner, model, sectionZero },
+    )
+  }
+})
+
+test('StartRun bytes as docs/program.md lists them, by hand', () => {
+  const ix = startRunInstruction({ run, runner, model, sectionZero: weight, nonce: 7, steps: 2, temperature: 3, topP: 4, seed: 5n, seedSource: 'chosen', prompt: { tokenIds: [9] } })
+  // 0 tag; 1 nonce; 5 steps; 9 temperature; 13 top-p; 17 seed u64; 25 seed source; 26 prompt kind; 27 n; 31 ids.
+  assert.deepEqual([...ix.data!], [6, 7, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 0, 0, 0, 9, 0, 0, 0])
+})
+
+test('a signer passed to a builder rides in its account meta', () => {
+  const signer = { address: runner, signTransactions: async () => [] } as unknown as Parameters<typeof closeRunInstruction>[0]['runner']
+  const ix = closeRunInstruction({ run, runner: signer })
+  assert.equal((ix.accounts![1] as { signer?: unknown }).signer, signer)
+  assert.equal(ix.accounts![1]!.role, AccountRole.WRITABLE_SIGNER)
+})
+
+test('the SDK has the IDL errors, code by code', () => {
+  const errors = program.errors
+  assert.equal(PROGRAM_ERRORS.length, errors.length)
+  errors.forEach((e: Node, i: number) => {
+    assert.equal(e.code, i)
+    assert.deepEqual(programError(i), { code: i, name: e.name[0].toUpperCase() + e.name.slice(1), message: e.message })
+  })
+  assert.equal(programError(errors.length), undefined)
+})
+
+/** (offset, size) of each field of an account's data, by name, from the IDL. */
+function layout(account: string): Map<string, [number, number | undefined]> {
+  const out = new Map<string, [number, number | undefined]>()
+  let at = 0
+  for (const f of named(program.accounts, account).data.fields) {
+    const size = fixedSize(f.type)
+    out.set(f.name, [at, size])
+    at += size ?? 0
+  }
+  return out
+}
+
+test('the SDK field offsets are the IDL offsets', () => {
+  const offsets = (account: string) => new Map([...layout(account)].map(([name, [at]]) => [name, at]))
+  for (const [account, fields] of [
+    ['model', MODEL_FIELD],
+    ['weight', WEIGHT_FIELD],
+    ['run', RUN_FIELD],
+  ] as const) {
+    const idlOffsets = offsets(account)
+    for (const [name, at] of Object.entries(fields)) assert.equal(idlOffsets.get(name), at, `${account}.${name}`)
+  }
+  assert.deepEqual(layout('run').get('body'), [RUN_HEADER_LEN, undefined])
+  assert.deepEqual(
+    named(program.definedTypes, 'seedSource').type.variants.map((v: Node) => v.name),
+    [...SEED_SOURCES],
+  )
+})
+
+/** Account bytes from sample field values, written by the IDL encoder. */
+function idlAccount(account: string, values: Record<string, Node>): Uint8Array {
+  const out: number[] = []
+  for (const f of named(program.accounts, account).data.fields) {
+    const value =
+      f.name in values ? values[f.name] : f.defaultValue?.kind === 'bytesValueNode' ? new TextEncoder().encode(f.defaultValue.data) : (f.defaultValue?.number ?? new Uint8Array(fixedSize(f.type)!))
+    encode(f.type, value, out)
+  }
+  return new Uint8Array(out)
+}
+
+test('decodeModelAccount and decodeWeightHeader read IDL-written accounts', () => {
+  const config = { dim: 64, hiddenDim: 172, layers: 5, heads: 8, kvHeads: 4, vocabSize: 512, contextLength: 512 }
+  const lengths = [70_000, 800_000, ...Array(16).fill(0)]
+  const accounts = [key(20), key(21), ...Array(16).fill(dec.decode(new Uint8Array(32)))]
+  const data = idlAccount('model', {
+    state: 'sealed',
+    bump: 254,
+    sectionCount: 2,
+    sealPass: 3,
+    authority,
+    weightsHash: new Uint8Array(32).fill(9),
+    runningHash: new Uint8Array(32).fill(9),
+    sealCursor: 14,
+    totalChunks: 14,
+    config,
+    creation: 77n,
+    sectionLengths: lengths,
+    weightAccounts: accounts,
+  })
+  assert.equal(data.length, named(program.accounts, 'model').size)
+  const m = decodeModelAccount(data)
+  assert.equal(m.state, 'Sealed')
+  assert.deepEqual([m.bump, m.sectionCount, m.sealPass, m.sealCursor, m.totalChunks], [254, 2, 3, 14, 14])
+  assert.equal(m.authority, authority)
+  assert.deepEqual(m.config, config)
+  assert.deepEqual(m.sectionLengths, [70_000, 800_000])
+  assert.deepEqual(m.weightAccounts, [key(20), key(21)])
+  const section = new Uint8Array(100).fill(3)
+  const w = idlAccount('weight', { frozen: true, section: 1, length: 100, model, authority, sectionBytes: section })
+  assert.deepEqual(decodeWeightHeader(w), { frozen: true, section: 1, length: 100, model, authority })
+})
+
+/** A state buffer: its header by hand (docs/inference.md), the prompt and generated ids. */
+function stateBuffer(config: Record<string, number>, length: number, s: { prompt: number[]; generated: number[]; status: number; position: number; steps: number }) {
+  const b = new Uint8Array(length)
+  const v = new DataView(b.buffer)
+  b.set(new TextEncoder().encode('CURTAS01'))
+  v.setUint32(8, s.prompt.length, true)
+  v.setUint32(12, s.steps, true)
+  v.setUint32(16, s.generated.length, true)
+  v.setUint32(20, s.status, true)
+  v.setUint32(28, s.position, true)
+  Object.values(config).forEach((x, i) => v.setUint32(76 + 4 * i, x, true))
+  ;[...s.prompt, ...s.generated].forEach((id, i) => v.setUint32(128 + 4 * i, id, true))
+  return b
+}
+
+test('decodeRunAccount reads an IDL-written run account: header, status, position, prompt, generated ids and text', () => {
+  const config = { dim: 8, hiddenDim: 16, layers: 1, heads: 2, kvHeads: 1, vocabSize: 32, contextLength: 12 }
+  const steps = 3
+  const stateLen = stateLength(config)
+  // By hand: 128 + tokens 4 × 13 + x, xb, q 3 × 32 + hb 64 + att 48 + logits 128 + hist 16,388 + caches 2 × 4 × 1 × 12 × 4.
+  assert.equal(stateLen, 128 + 52 + 96 + 64 + 48 + 128 + 16_388 + 384)
+  const text = new TextEncoder().encode(' Once upon')
+  const body = new Uint8Array(stateLen + 128 * steps)
+  body.set(stateBuffer(config, stateLen, { prompt: [1, 5], generated: [7, 9, 11], status: 2, position: 4, steps }))
+  body.set(text, stateLen)
+  const slotHash = Uint8Array.from({ length: 32 }, (_, i) => 200 - i)
+  const values = {
+    seedSource: 'drawn',
+    nonce: 0x2a,
+    model,
+    runner,
+    stepsLanded: 19,
+    textLength: text.length,
+    textCapacity: 128 * steps,
+    stateLength: stateLen,
+    temperature: 52_429,
+    topP: 58_982,
+    runnerSeed: 0x0102030405060708n,
+    startSlot: 1000n,
+    seedSlot: 1000n,
+    seedInForce: 0xfedcba9876543210n,
+    slotHash,
+    body,
+  }
+  const data = idlAccount('run', values)
+  assert.equal(data.length, runAccountLength(config, steps))
+  const r = decodeRunAccount(data)
+  assert.equal(r.version, 2)
+  assert.equal(r.seedSource, 'drawn')
+  assert.deepEqual(
+    [r.nonce, r.model, r.runner, r.stepsLanded, r.textLength, r.textCapacity, r.stateLength, r.temperature, r.topP],
+    [0x2a, model, runner, 19, text.length, 384, stateLen, 52_429, 58_982],
+  )
+  assert.deepEqual([r.runnerSeed, r.startSlot, r.seedSlot, r.seedInForce], [0x0102030405060708n, 1000n, 1000n, 0xfedcba9876543210n])
+  assert.deepEqual([...r.slotHash], [...slotHash])
+  assert.deepEqual(r.state, { status: 'done', statusCode: 2, position: 4, steps, promptLength: 2, generated: 3, config })
+  assert.deepEqual(r.promptTokens, [1, 5])
+  assert.deepEqual(r.generatedTokens, [7, 9, 11])
+  assert.equal(new TextDecoder().decode(r.text), ' Once upon')
+  assert.equal(r.finished, true)
+
+  // What the program refuses as a run, the decoder refuses too.
+  const refused = (bytes: Uint8Array, field: RegExp) =>
+    assert.throws(() => decodeRunAccount(bytes), (e: unknown) => e instanceof CurtaAccountError && e.code === 'NotARun' && field.test(e.message))
+  refused(data.slice(0, 191), /data length/)
+  refused(data.slice(0, data.length - 1), /data length/)
+  const wrongVersion = data.slice()
+  wrongVersion[8] = 1
+  refused(wrongVersion, /layout version/)
+  const wrongMagic = data.slice()
+  wrongMagic[0] = 0x41
+  refused(wrongMagic, /magic/)
+  const longText = data.slice()
+  new DataView(longText.buffer).setUint32(84, 385, true)
+  refused(longText, /text length/)
+  const source = data.slice()
+  source[9] = 3
+  refused(source, /seed source/)
+})
+
+test('stateLength is the documented 679,480 bytes for stories260K and 3,692,040 for the stories15M shape', () => {
+  assert.equal(stateLength({ dim: 64, hiddenDim: 172, layers: 5, heads: 8, kvHeads: 4, vocabSize: 512, contextLength: 512 }), 679_480)
+  assert.equal(stateLength({ dim: 288, hiddenDim: 768, layers: 6, heads: 6, kvHeads: 6, vocabSize: 32_000, contextLength: 256 }), 3_692_040)
+})
+
+test('runSeed and runAddress: create_with_seed(runner, "run-<model[..8] hex>-<nonce hex>", program) by node:crypto', async () => {
+  const m = dec.decode(Uint8Array.from({ length: 32 }, (_, i) => i * 17))
+  assert.equal(runSeed(m, 42), 'run-0011223344556677-0000002a')
+  assert.equal(runSeed(m, 0xffffffff), 'run-0011223344556677-ffffffff')
+  const expected = createHash('sha256')
+    .update(enc.encode(runner) as Uint8Array)
+    .update('run-0011223344556677-0000002a')
+    .update(enc.encode(CURTA_PROGRAM_ID) as Uint8Array)
+    .digest()
+  assert.equal(await runAddress(CURTA_PROGRAM_ID, runner, m, 42), dec.decode(new Uint8Array(expected)))
+})
+
+test('drawnSeed is the first 8 bytes of SHA-256("curta-seed" ‖ seed ‖ run ‖ start slot ‖ slot hash), by node:crypto', () => {
+  const slotHash = Uint8Array.from({ length: 32 }, (_, i) => i + 100)
+  const le = (v: bigint) => {
+    const b = Buffer.alloc(8)
+    b.writeBigUInt64LE(v)
+    return b
+  }
+  const digest = createHash('sha256')
+    .update('curta-seed')
+    .update(le(0xabcdefn))
+    .update(enc.encode(run) as Uint8Array)
+    .update(le(123_456n))
+    .update(slotHash)
+    .digest()
+  assert.equal(drawnSeed(0xabcdefn, run, 123_456n, slotHash), digest.readBigUInt64LE(0))
+})
+
+test('completeUtf8 stops before a character split over tokens', () => {
+  const bytes = new TextEncoder().encode('a€b😀')
+  assert.equal(completeUtf8(bytes), 'a€b😀')
+  assert.equal(completeUtf8(bytes.subarray(0, 2)), 'a')
+  assert.equal(completeUtf8(bytes.subarray(0, 3)), 'a')
+  assert.equal(completeUtf8(bytes.subarray(0, 4)), 'a€')
+  assert.equal(completeUtf8(bytes.subarray(0, 7)), 'a€b')
+  assert.equal(completeUtf8(bytes.subarray(0, 8)), 'a€b')
+})
