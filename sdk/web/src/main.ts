@@ -3,7 +3,8 @@
 // Once a file is checked or a sealed model verified, it can be run: a worker (web/src/worker.ts,
 // inlined as a blob) holds the model in curta-core's WebAssembly engine and streams the tokens.
 // The first worker starts when the page loads and compiles the engine's module then; later
-// workers are handed that module.
+// workers are handed that module. A run account (query parameter run) can be watched: its tokens
+// and text stream in as steps land, with its seed's source and whether it is trusted.
 
 import {
   SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
@@ -20,6 +21,10 @@ import {
   decodeArtifact,
   fetchModel,
   headSize,
+  runTrust,
+  toHex as hexOf,
+  watchRun,
+  type RunAccount,
   kvDim,
   toHex,
   verifyModel,
@@ -458,6 +463,133 @@ function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): 
   $('stop').onclick = () => w.postMessage({ type: 'stop' } satisfies WorkerRequest)
 }
 
+
+// A run on chain: read the run account, stream its tokens and text as steps land (watchRun),
+// say where its seed came from and whether it is trusted for its model (runTrust).
+
+let watching: AbortController | undefined
+
+/** A 16-fractional-bit setting as a decimal (65,536 is 1). */
+const fixed16 = (v: number) => `${(v / 65_536).toFixed(4).replace(/\.?0+$/, '')} (${fmt(v)} / 65,536)`
+
+function seedText(r: RunAccount): string {
+  switch (r.seedSource) {
+    case 'none':
+      return 'None: a greedy run (temperature 0) takes the highest logit every time, so no seed is involved.'
+    case 'chosen':
+      return `Chosen by the runner: seed ${r.runnerSeed}, in force as given. The run is reproducible, and the runner could have tried seeds off chain until the text suited them.`
+    case 'drawn':
+      return r.seedSlot === 0n
+        ? `Drawn from the chain, not yet: the first step after slot ${r.startSlot} (where StartRun landed) draws it from that slot's hash (runner's seed ${r.runnerSeed}).`
+        : `Drawn from the chain: ${r.seedInForce}, SHA-256 of the runner's seed ${r.runnerSeed}, the run address, slot ${r.seedSlot} (where StartRun landed) and that slot's hash ${hexOf(r.slotHash)}, which nobody knew when the run was started.`
+  }
+}
+
+function showRun(r: RunAccount, at: Address, text: string): void {
+  const dl = $('watch-run-header')
+  const rows: [string, string][] = [
+    ['run', at],
+    ['model', r.model],
+    ['runner', r.runner],
+    ['nonce', fmt(r.nonce)],
+    ['status', `${r.state.status} (${r.state.statusCode})`],
+    ['position', fmt(r.state.position)],
+    ['steps landed', fmt(r.stepsLanded)],
+    ['tokens', `${fmt(r.generatedTokens.length)} of at most ${fmt(r.state.steps)}`],
+    ['temperature', r.temperature === 0 ? '0 (greedy)' : fixed16(r.temperature)],
+    ['top-p', fixed16(r.topP)],
+    ['seed source', r.seedSource],
+  ]
+  dl.replaceChildren(
+    ...rows.flatMap(([k, v]) => {
+      const dt = document.createElement('dt')
+      dt.textContent = k
+      const dd = document.createElement('dd')
+      dd.textContent = v
+      dd.id = `watch-${k.replace(/ /g, '-')}`
+      return [dt, dd]
+    }),
+  )
+  const seed = $('watch-seed')
+  seed.textContent = seedText(r)
+  seed.dataset.source = r.seedSource
+  const out = $('watch-output')
+  out.textContent = text
+  out.dataset.state = r.finished ? 'finished' : 'streaming'
+  out.dataset.tokens = String(r.generatedTokens.length)
+  const n = (count: number, what: string) => `${fmt(count)} ${what}${count === 1 ? '' : 's'}`
+  $('watch-stats').textContent = `${n(r.generatedTokens.length, 'token')}, ${n(r.textLength, 'byte')} of text, after ${n(r.stepsLanded, 'step')}`
+  $('watch-ids').textContent = `prompt ids: ${r.promptTokens.join(' ')}; generated ids: ${r.generatedTokens.join(' ')}`
+}
+
+async function showTrust(rpc: ReturnType<typeof createSolanaRpc>, at: Address, programId: Address): Promise<void> {
+  const t = await runTrust(rpc, at, { programId })
+  const verdict = $('watch-trust')
+  verdict.dataset.trusted = String(t.trusted)
+  verdict.className = t.trusted ? 'ok' : 'bad'
+  verdict.textContent = t.trusted
+    ? `Trusted for its model ${t.run?.model}: finished, owned by the program, at its run address, and the model is sealed at the address of its authority and weights hash.`
+    : `Not trusted: ${t.checks
+        .filter((c) => !c.ok)
+        .map((c) => `${c.name} (${c.detail})`)
+        .join('; ')}.`
+  $('watch-checks').replaceChildren(
+    ...t.checks.map((c) => {
+      const li = document.createElement('li')
+      li.textContent = `${c.ok ? '✓' : '✗'} ${c.name}: ${c.detail}`
+      li.dataset.ok = String(c.ok)
+      return li
+    }),
+  )
+}
+
+async function watch(): Promise<void> {
+  watching?.abort()
+  const controller = new AbortController()
+  watching = controller
+  const error = $('watch-error')
+  error.hidden = true
+  $('watch-info').hidden = true
+  for (const id of ['rpc-url', 'program-id', 'run-address']) $(id).removeAttribute('aria-invalid')
+  const problems: string[] = []
+  const read = <T,>(f: () => T): T | undefined => {
+    try {
+      return f()
+    } catch (e) {
+      if (!(e instanceof FieldError)) throw e
+      e.input.setAttribute('aria-invalid', 'true')
+      problems.push(e.message)
+      return undefined
+    }
+  }
+  const url = read(rpcField)
+  const programId = read(() => addressField('program-id', 'Program id', "the Curta program's id"))
+  const at = read(() => addressField('run-address', 'Run account address', "the run account's address"))
+  if (problems.length) {
+    error.textContent = problems.join('\n')
+    error.hidden = false
+    return
+  }
+  const rpc = createSolanaRpc(url!)
+  const verdict = $('watch-trust')
+  verdict.dataset.trusted = 'unknown'
+  verdict.className = ''
+  verdict.textContent = 'Not yet: a run is trusted only once it has finished.'
+  $('watch-checks').replaceChildren()
+  try {
+    for await (const update of watchRun(rpc, at!, { programId: programId!, intervalMs: 100, signal: controller.signal })) {
+      if (controller.signal.aborted) return
+      showRun(update.run, at!, update.text)
+      $('watch-info').hidden = false
+    }
+    if (!controller.signal.aborted) await showTrust(rpc, at!, programId!)
+  } catch (e) {
+    if (controller.signal.aborted) return
+    error.textContent = chainMessage(e, url!)
+    error.hidden = false
+  }
+}
+
 const drop = $('drop')
 drop.addEventListener('dragover', (e) => {
   e.preventDefault()
@@ -479,10 +611,15 @@ $('chain-form').addEventListener('submit', (e) => {
   void readModel()
 })
 $('verify').addEventListener('click', () => void verify())
+$('watch-form').addEventListener('submit', (e) => {
+  e.preventDefault()
+  void watch()
+})
 
 const params = new URLSearchParams(location.search)
 $<HTMLInputElement>('rpc-url').value = params.get('rpc') ?? ''
 $<HTMLInputElement>('program-id').value = params.get('program') ?? CURTA_PROGRAM_ID
 $<HTMLInputElement>('model-address').value = params.get('model') ?? ''
+$<HTMLInputElement>('run-address').value = params.get('run') ?? ''
 compileEngine()
 document.body.dataset.ready = 'true'
