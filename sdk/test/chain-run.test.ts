@@ -2,13 +2,16 @@
 // closeRun over @solana/kit) against the project's JSON-RPC test node: tests/support/rpc_shim.rs,
 // the Curta program's SBF binary on a solana-program-test bank, started by the Rust example
 // `sdk_node` with the model published and sealed through it. Each run's tokens and text must
-// equal `client run` on the same artifact (the CLI, natively) and the SDK's WebAssembly engine.
+// equal `client run` on the same artifact (the CLI, natively) and the SDK's WebAssembly engine,
+// and `client run --from-run` must recompute the finished account and agree.
 //
 // scripts/sdk-test builds both binaries and sets CURTA_SDK_NODE and CURTA_CLIENT; without them
 // (a plain `npm test`) these tests are skipped and say so.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { promisify } from 'node:util'
 import { type Address, type KeyPairSigner, address, createKeyPairSignerFromBytes, createSolanaRpc } from '@solana/kit'
 import {
   CurtaTransactionError,
@@ -26,7 +29,7 @@ import {
   watchRun,
   type RunUpdate,
 } from '../src/index.js'
-import { type ChainNode, type NodeInfo, clientRun as cli, skipChain as skip, startChainNode } from './support/chain-node.js'
+import { type ChainNode, type NodeInfo, clientBin, clientRun as cli, skipChain as skip, startChainNode } from './support/chain-node.js'
 
 let node: ChainNode | undefined
 let info: NodeInfo
@@ -50,6 +53,12 @@ after(async () => {
 })
 
 const clientRun = (args: string[]) => cli(info.artifact, args)
+
+/** `client run --from-run RUN --url NODE --output json`. */
+async function fromRun(run: Address): Promise<{ agrees: boolean; state: unknown }> {
+  const { stdout } = await promisify(execFile)(clientBin!, ['run', '--from-run', run, '--url', info.url, '--output', 'json'], { maxBuffer: 1 << 24 })
+  return JSON.parse(stdout) as { agrees: boolean; state: unknown }
+}
 
 const balance = async (a: Address) => (await rpc.getBalance(a, { commitment: 'confirmed' }).send()).value
 
@@ -84,6 +93,10 @@ async function runThrough(options: Parameters<typeof startRun>[1], watch = false
     [],
   )
   assert.equal(trust.trusted, true)
+  // The CLI recomputes the run from the account's own fields and the sealed model: it agrees.
+  const replay = await fromRun(started.run)
+  assert.equal(replay.agrees, true, JSON.stringify(replay))
+  assert.equal(replay.state, 'equal')
   return { started, ended, updates, before }
 }
 
