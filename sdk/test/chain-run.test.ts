@@ -1,9 +1,11 @@
 // Whole runs of stories260K on chain through the SDK (startRun, stepRun, watchRun, runTrust,
 // closeRun over @solana/kit) against the project's JSON-RPC test node: tests/support/rpc_shim.rs,
 // the Curta program's SBF binary on a solana-program-test bank, started by the Rust example
-// `sdk_node` with the model published and sealed through it. Each run's tokens and text must
-// equal `client run` on the same artifact (the CLI, natively) and the SDK's WebAssembly engine,
-// and `client run --from-run` must recompute the finished account and agree.
+// `sdk_node --movable` with the model published and sealed through it (its bank moves to the
+// next slot only when the test asks). Each run's tokens and text must equal `client run` on the
+// same artifact (the CLI, natively) and the SDK's WebAssembly engine, and `client run --from-run`
+// must recompute the finished account and agree: greedy, a seed the runner chose, a seed drawn
+// from the chain.
 //
 // scripts/sdk-test builds both binaries and sets CURTA_SDK_NODE and CURTA_CLIENT; without them
 // (a plain `npm test`) these tests are skipped and say so.
@@ -18,6 +20,7 @@ import {
   Runner,
   closeRun,
   computeUnitLimitInstruction,
+  drawnSeed,
   fetchModel,
   fetchRun,
   runAddress,
@@ -40,7 +43,7 @@ let engine: Runner
 
 before(async () => {
   if (skip) return
-  node = await startChainNode()
+  node = await startChainNode({ movable: true })
   info = node.info
   rpc = createSolanaRpc(info.url)
   runner = await createKeyPairSignerFromBytes(new Uint8Array(info.runnerKeypair))
@@ -163,7 +166,7 @@ test('a sampled run with a seed the runner chose: the tokens and text of client 
   await closeAndCount(started.run, before)
 })
 
-test('a run whose seed is drawn from the chain: recorded as drawn, and a step in its start slot is refused with SeedNotReady (this node never leaves its slot)', { skip }, async () => {
+test('a run whose seed is drawn from the chain: recorded as drawn, and a step in its start slot is refused with SeedNotReady (the node moves only when asked)', { skip }, async () => {
   const before = await balance(runner.address)
   const seed = 0x0123456789abcdefn
   const started = await startRun(rpc, { runner, model: address(info.model), steps: 4, prompt: { tokenIds: [1] }, temperature: 65_536, seed })
@@ -181,5 +184,36 @@ test('a run whose seed is drawn from the chain: recorded as drawn, and a step in
   )
   const after = await fetchRun(rpc, started.run)
   assert.equal(after.stepsLanded, 0)
+  await closeAndCount(started.run, before)
+})
+
+test('a sampled run whose seed is drawn from the chain: the seed in force is SHA-256 of the runner\'s seed, the run address, the start slot and its hash, and the tokens are client run\'s with that seed', { skip }, async () => {
+  const seed = BigInt.asUintN(64, BigInt(Math.floor(Math.random() * 2 ** 53)) * 4096n + 7n)
+  console.log(`drawn run, runner's seed ${seed}`)
+  const steps = 16
+  const before = await balance(runner.address)
+  const started = await startRun(rpc, { runner, model: address(info.model), steps, prompt: { tokenIds: [1] }, temperature: 52_429, topP: 58_982, seed })
+  assert.equal(started.account.seedSource, 'drawn')
+  assert.deepEqual([started.account.seedSlot, started.account.seedInForce], [0n, 0n])
+  const startSlot = started.account.startSlot
+  // stepRun waits until the node is past the start slot: move it meanwhile.
+  const moved = node!.passSlot()
+  const ended = await stepRun(rpc, { run: started.run, payer: stranger, pollMs: 20 })
+  assert.equal(await moved, startSlot + 1n)
+  assert.equal(ended.finished, true)
+  assert.equal(ended.seedSlot, startSlot)
+  assert.notDeepEqual([...ended.slotHash], Array(32).fill(0))
+  // The seed in force, recomputed here from the header's own fields (drawnSeed is checked
+  // against node:crypto's SHA-256 in idl.test.ts).
+  assert.equal(ended.seedInForce, drawnSeed(seed, started.run, startSlot, ended.slotHash))
+  const cli = await clientRun(['--prompt-tokens', '1', '--steps', `${steps}`, '--temperature', '0.8', '--top-p', '0.9', '--seed', `${ended.seedInForce}`])
+  assert.deepEqual(ended.generatedTokens, cli.tokens)
+  assert.equal(new TextDecoder().decode(ended.text), cli.text)
+  const wasm = await engine.run({ prompt: [1], steps, temperature: '0.8', topP: '0.9', seed: ended.seedInForce })
+  assert.deepEqual(ended.generatedTokens, wasm.tokens)
+  const replay = await fromRun(started.run)
+  assert.equal(replay.agrees, true, JSON.stringify(replay))
+  const trust = await runTrust(rpc, started.run, { expectedModel: address(info.model) })
+  assert.equal(trust.trusted, true)
   await closeAndCount(started.run, before)
 })

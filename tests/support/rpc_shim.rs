@@ -24,6 +24,9 @@
 //! so the latest blockhash and the block height stay fixed and no blockhash expires.
 //! (program-test registers a blockhash every 6.4 ms, each valid for about a second; an RPC
 //! client refreshes its blockhash every 20 s, as a cluster's lives about 60 s.)
+//! `RpcShim::start_movable` is the exception: its bank moves to the next slot when the test
+//! says (`pass_slot`), for runs whose seed is drawn from a slot after their start, and its
+//! blockhashes rotate and expire as program-test's do.
 //!
 //! This file is also compiled into client/tests/rpc_cli.rs, so it uses nothing of the
 //! curta-tests crate.
@@ -100,6 +103,8 @@ pub struct RpcShim {
     url: String,
     node: Arc<Node>,
     mint: Keypair,
+    /// The bank's context, kept by [`RpcShim::start_movable`] to move it.
+    context: Option<std::sync::Mutex<solana_program_test::ProgramTestContext>>,
 }
 
 struct Node {
@@ -135,6 +140,44 @@ impl RpcShim {
 
     /// Starts the bank with these accounts at genesis, and the node in front of it.
     pub async fn start_with_accounts(accounts: &[(Pubkey, Account)]) -> RpcShim {
+        RpcShim::start_bank(accounts, false).await
+    }
+
+    /// As [`RpcShim::start_with_accounts`], but a node whose bank [`RpcShim::pass_slot`] moves
+    /// to its next slot, as a cluster moves on (a run's seed drawn from the chain needs a slot
+    /// after its start). The bank's context is kept for that, and with it program-test's
+    /// blockhash rotation: a blockhash lives about two seconds here, so a client must fetch it
+    /// right before it sends (an RpcClient, which keeps one for 20 s, cannot use this node).
+    pub async fn start_movable(accounts: &[(Pubkey, Account)]) -> RpcShim {
+        RpcShim::start_bank(accounts, true).await
+    }
+
+    /// Moves a node of [`RpcShim::start_movable`] to its bank's next slot (the slot left behind
+    /// is frozen and its hash enters SlotHashes); returns the new slot. Call it on a
+    /// current-thread runtime, with no transaction in flight: program-test's blockhash rotation
+    /// is a task of the runtime, and a blockhash (or a transaction) stored into the bank while
+    /// the warp freezes it panics the bank.
+    pub async fn pass_slot(&self) -> u64 {
+        let context = self
+            .context
+            .as_ref()
+            .expect("pass_slot needs a node of RpcShim::start_movable");
+        // The node reports the bank's root slot; the working bank is at it, or (before the
+        // first move) possibly ahead: warp past whichever it is.
+        let mut slot = self.node.banks.clone().get_root_slot().await.expect("bank") + 1;
+        let mut context = context.lock().unwrap();
+        loop {
+            match context.warp_to_slot(slot) {
+                Ok(()) => return slot,
+                Err(solana_program_test::ProgramTestError::InvalidWarpSlot) if slot < u64::MAX => {
+                    slot += 1
+                }
+                Err(e) => panic!("warping the bank to slot {slot}: {e:?}"),
+            }
+        }
+    }
+
+    async fn start_bank(accounts: &[(Pubkey, Account)], movable: bool) -> RpcShim {
         if std::env::var_os("RUST_LOG").is_none() {
             std::env::set_var("RUST_LOG", "error");
         }
@@ -150,8 +193,14 @@ impl RpcShim {
         let banks = context.banks_client.clone();
         let mint = context.payer.insecure_clone();
         // Dropping the context stops its blockhash rotation (after the sleep in progress).
-        drop(context);
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let context = match movable {
+            true => Some(std::sync::Mutex::new(context)),
+            false => {
+                drop(context);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                None
+            }
+        };
 
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -167,7 +216,12 @@ impl RpcShim {
         });
         tokio::spawn(lead(node.clone(), queue));
         tokio::spawn(serve(listener, node.clone()));
-        RpcShim { url, node, mint }
+        RpcShim {
+            url,
+            node,
+            mint,
+            context,
+        }
     }
 
     /// The node's URL: http://127.0.0.1:PORT

@@ -3,8 +3,10 @@
 // adds CORS headers), started and stepped by this test through the SDK while the page, given the
 // run's address, watches it: the tokens and text stream in as steps land, and at the end the
 // page's text and ids are `client run`'s, its seed's source is shown, and the run is trusted for
-// its model. Then a run whose seed was chosen by the runner, and a run whose seed is still to be
-// drawn from the chain (this node never leaves its slot): unfinished, which the page does not trust. Screenshots: test/output/run-watch.png, run-watch-chosen.png, run-watch-unfinished.png.
+// its model. Then a run whose seed was chosen by the runner, one whose seed was drawn from the chain
+// (the node's bank moved past the start slot by the test), and one whose seed is still to be drawn:
+// unfinished, which the page does not trust. Screenshots: test/output/run-watch.png,
+// run-watch-chosen.png, run-watch-drawn.png, run-watch-unfinished.png.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs'
@@ -13,7 +15,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { type KeyPairSigner, address, createKeyPairSignerFromBytes, createSolanaRpc } from '@solana/kit'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { closeRun, startRun, stepRun } from '../../src/index.js'
+import { closeRun, drawnSeed, startRun, stepRun, toHex } from '../../src/index.js'
 import { sdkDir } from '../support/files.js'
 import { type ChainNode, clientRun, corsProxy, skipChain, startChainNode } from '../support/chain-node.js'
 
@@ -31,7 +33,7 @@ before(async () => {
   if (skipChain) return
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (scripts/sdk-test does)`)
   mkdirSync(output, { recursive: true })
-  node = await startChainNode()
+  node = await startChainNode({ movable: true })
   proxy = await corsProxy(node.info.url)
   rpc = createSolanaRpc(node.info.url)
   runner = await createKeyPairSignerFromBytes(new Uint8Array(node.info.runnerKeypair))
@@ -127,12 +129,36 @@ test('the page shows a sampled run\'s runner-chosen seed and client run\'s text 
   await closeRun(rpc, { run: started.run, runner })
 })
 
+test('the page shows a seed drawn from the chain: the seed, the slot and its hash, and client run\'s text for that seed', { skip: skipChain }, async () => {
+  const seed = 0x0fed_cba9_8765_4321n
+  const steps = 16
+  const started = await startRun(rpc, { runner, model: address(node!.info.model), steps, prompt: { tokenIds: [1] }, temperature: 52_429, topP: 58_982, seed })
+  const moved = node!.passSlot()
+  const ended = await stepRun(rpc, { run: started.run, payer: stranger, pollMs: 20 })
+  await moved
+  const startSlot = started.account.startSlot
+  const drawn = drawnSeed(seed, started.run, startSlot, ended.slotHash)
+  assert.equal(ended.seedInForce, drawn)
+  await watchInPage(started.run)
+  await page.waitForSelector('#watch-trust:not([data-trusted="unknown"])', { timeout: 30_000 })
+  assert.equal(await attr('#watch-seed', 'data-source'), 'drawn')
+  assert.equal(
+    await page.textContent('#watch-seed'),
+    `Drawn from the chain: ${drawn}, SHA-256 of the runner's seed ${seed}, the run address, slot ${startSlot} (where StartRun landed) and that slot's hash ${toHex(ended.slotHash)}, which nobody knew when the run was started.`,
+  )
+  const cli = await clientRun(node!.info.artifact, ['--prompt-tokens', '1', '--steps', `${steps}`, '--temperature', '0.8', '--top-p', '0.9', '--seed', `${drawn}`])
+  assert.equal(await page.textContent('#watch-output'), cli.text)
+  assert.equal(await attr('#watch-trust', 'data-trusted'), 'true')
+  await page.locator('#watch').screenshot({ path: join(output, 'run-watch-drawn.png') })
+  await closeRun(rpc, { run: started.run, runner })
+})
+
 test('the page shows a run whose seed is still to be drawn from the chain, does not trust it unfinished, and says when it is closed', { skip: skipChain }, async () => {
   const seed = 0x1234_5678_9abc_def0n
   const started = await startRun(rpc, { runner, model: address(node!.info.model), steps: 8, prompt: { tokenIds: [1] }, temperature: 65_536, seed })
   assert.equal(started.account.seedSource, 'drawn')
   await watchInPage(started.run)
-  // This node never leaves the start slot, so no step can draw the seed: the page keeps watching.
+  // The node stays in the start slot (it moves only when asked), so no step can draw the seed: the page keeps watching.
   assert.equal(await attr('#watch-seed', 'data-source'), 'drawn')
   assert.equal(
     await page.textContent('#watch-seed'),

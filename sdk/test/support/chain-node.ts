@@ -27,23 +27,49 @@ export interface NodeInfo {
   runnerKeypair: number[]
   stranger: string
   strangerKeypair: number[]
+  movable: boolean
 }
 
 export interface ChainNode {
   info: NodeInfo
+  /** A movable node (`startChainNode({ movable: true })`) moves its bank to the next slot. */
+  passSlot(): Promise<bigint>
   stop(): Promise<void>
 }
 
-/** Starts the node and waits until it has published the model. */
-export async function startChainNode(): Promise<ChainNode> {
-  const child: ChildProcess = spawn(nodeBin!, [], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, RUST_LOG: 'error' } })
-  const lines = createInterface({ input: child.stdout! })
-  const first = await new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve)
-    child.once('exit', (code) => reject(new Error(`the sdk_node example exited (${code}) before it was ready`)))
+/**
+ * Starts the node and waits until it has published the model. A movable node's bank moves to
+ * its next slot when asked (`passSlot`); otherwise the bank stays in its slot.
+ */
+export async function startChainNode(options: { movable?: boolean } = {}): Promise<ChainNode> {
+  const child: ChildProcess = spawn(nodeBin!, options.movable ? ['--movable'] : [], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, RUST_LOG: 'error' },
   })
+  const lines = createInterface({ input: child.stdout! })
+  const queue: string[] = []
+  const waiting: { resolve: (line: string) => void; reject: (e: Error) => void }[] = []
+  let exited: Error | undefined
+  lines.on('line', (line) => (waiting.length ? waiting.shift()!.resolve(line) : queue.push(line)))
+  child.once('exit', (code) => {
+    exited = new Error(`the sdk_node example exited (${code})`)
+    waiting.splice(0).forEach((w) => w.reject(exited!))
+  })
+  const next = () =>
+    new Promise<string>((resolve, reject) => {
+      if (queue.length) return resolve(queue.shift()!)
+      if (exited) return reject(exited)
+      waiting.push({ resolve, reject })
+    })
+  const first = await next()
   return {
     info: JSON.parse(first) as NodeInfo,
+    passSlot: async () => {
+      child.stdin!.write('pass-slot\n')
+      const answer = JSON.parse(await next()) as { slot?: number; error?: string }
+      if (answer.slot === undefined) throw new Error(`the node did not move: ${answer.error}`)
+      return BigInt(answer.slot)
+    },
     stop: async () => {
       const exited = new Promise((r) => child.once('exit', r))
       child.stdin!.end()
