@@ -18,7 +18,7 @@ mod expected;
 mod support;
 
 use base64::Engine as _;
-use curta_program::error::CurtaError;
+use curta_interface::error::CurtaError;
 use serde_json::{json, Value};
 use solana_client::client_error::ClientError;
 use solana_client::rpc_client::{GetConfirmedSignaturesForAddress2Config, RpcClient};
@@ -369,7 +369,7 @@ impl Run {
     fn artifact(&self, name: &str, artifact: &[u8]) -> (String, Pubkey) {
         let path = self.dir.path().join(name);
         std::fs::write(&path, artifact).unwrap();
-        let model = curta_program::state::model_address(
+        let model = curta_interface::state::model_address(
             &self.validator.program_id,
             &self.payer.pubkey(),
             &weights_hash(artifact),
@@ -604,7 +604,7 @@ async fn expired_blockhashes_are_signed_again_and_replays_are_harmless() {
     let raw = raw_model(&run.validator, &model);
     let decoded = curta_core::decode(&artifact).unwrap();
     let section0 = decoded.sections().next().unwrap();
-    let write = curta_program::instruction::write(
+    let write = curta_interface::instruction::write(
         &program,
         &raw.weights[0],
         &run.payer.pubkey(),
@@ -625,7 +625,7 @@ async fn expired_blockhashes_are_signed_again_and_replays_are_harmless() {
         custom_error(send(&run, &[write])),
         CurtaError::SectionFrozen as u32
     );
-    let seal = curta_program::instruction::seal(&program, &model, &raw.weights[0], 0, 0, 1);
+    let seal = curta_interface::instruction::seal(&program, &model, &raw.weights[0], 0, 0, 1);
     assert_eq!(
         custom_error(send(&run, &[seal])),
         CurtaError::ModelSealed as u32

@@ -24,13 +24,13 @@ use solana_sdk::slot_hashes::SlotHashes;
 use solana_sdk::transaction::TransactionError;
 use solana_system_interface::instruction as system_instruction;
 
-const SAMPLED: Settings = Settings {
+pub const SAMPLED: Settings = Settings {
     temperature: 52_429,
     top_p: 58_982,
     seed: 7,
 };
-const PROMPT: [u32; 3] = [1, 40, 300];
-const STEPS: u32 = 8;
+pub const PROMPT: [u32; 3] = [1, 40, 300];
+pub const STEPS: u32 = 8;
 
 /// The documented seed: the first 8 bytes, little-endian, of SHA-256("curta-seed" ‖ runner
 /// seed u64 LE ‖ run address ‖ slot u64 LE ‖ slot hash), 1 where they are 0.
@@ -48,7 +48,7 @@ fn expected_seed(runner_seed: u64, run: &Pubkey, slot: u64, hash: &[u8; 32]) -> 
     }
 }
 
-async fn slot(bank: &mut Bank) -> u64 {
+pub async fn slot(bank: &mut Bank) -> u64 {
     bank.ctx
         .banks_client
         .get_sysvar::<Clock>()
@@ -73,7 +73,7 @@ async fn start(
     Ok(OnChain { run, runner })
 }
 
-fn start_instructions(
+pub fn start_instructions(
     p: &Published,
     artifact: &[u8],
     runner: &Pubkey,
@@ -107,7 +107,7 @@ fn start_instructions(
     (run, vec![create, start])
 }
 
-fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
+pub fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
     with_limit(vec![ix::step(
         &PROGRAM,
         run,
@@ -119,7 +119,7 @@ fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
 }
 
 /// Moves the bank to the next slot (the frozen slot's hash enters SlotHashes).
-async fn next_slot(bank: &mut Bank) {
+pub async fn next_slot(bank: &mut Bank) {
     let now = slot(bank).await;
     bank.ctx.warp_to_slot(now + 1).unwrap();
 }
