@@ -25,30 +25,42 @@ pub fn step_cost(stage: Stage, c: &Config, pos: u32, temperature: u32) -> u64 {
     match stage {
         Stage::Embed => 12 * d + 200,
         Stage::AttentionNorm(_) | Stage::FeedForwardNorm(_) | Stage::FinalNorm => 32 * d + 600,
-        Stage::Query(_) | Stage::Key(_) | Stage::Value(_) | Stage::Output(_) => row(d),
-        Stage::Classifier => row(d),
+        Stage::Query(_) => matrix(d, d),
+        Stage::Key(_) | Stage::Value(_) => matrix(d, kv),
+        Stage::Classifier => matrix(d, v),
         Stage::Rotary(_) => 25 * (d + kv) + 200,
         Stage::Attention(_) => {
             positions * (ATTENTION_PER_VALUE * c.head_size() as u64 + ATTENTION_PER_POSITION) + 500
         }
-        Stage::Hidden(_) => 2 * row(d) + 60,
+        // Two rows (gate and up) and the gate's SiLU.
+        Stage::Hidden(_) => 2 * row(d) + (5 * d + 300) / h + 60,
         // The row, then the residual: x_i + the product, saturated.
-        Stage::Down(_) => row(h) + 30,
+        Stage::Output(_) => matrix(d, d) + 30,
+        Stage::Down(_) => matrix(h, d) + 30,
         Stage::Sample if temperature == 0 => GREEDY_PER_TOKEN * v + 1_500,
         Stage::Sample => SAMPLE_PER_TOKEN * v + 5_000,
     }
 }
 
-/// One row product of `columns` columns: eight columns per turn of the loop at 4.6875 units a
-/// column, the columns past a multiple of eight at 8 more each, and 58 for the row itself.
+/// One row of a matrix of `rows` rows and `columns` columns: [`row`], and the stage's own
+/// work (widening the input, about 5 units a value, and 300 more) shared by its rows.
+fn matrix(columns: u64, rows: u64) -> u64 {
+    row(columns) + (5 * columns + 300) / rows
+}
+
+/// One row product of `columns` columns (`curta_core::infer::kernels::sbf`): three rows a turn
+/// at 10 units per column and 5 per 32 columns, 55/16 units a column with the group's share;
+/// the columns past a multiple of 32 half a unit more each (turns of four), those past a
+/// multiple of 4 eight more each; and 36 for the row itself (its scale, rounding, saturation
+/// and store).
 fn row(columns: u64) -> u64 {
-    75 * columns / 16 + 8 * (columns % 8) + 58
+    55 * columns / 16 + columns % 32 / 2 + 8 * (columns % 4) + 36
 }
 
 /// One head's attention, per position: per value of the head (a score and a value term) and
 /// per position (the score's rounding, the exponential, the weight).
-const ATTENTION_PER_VALUE: u64 = 17;
-const ATTENTION_PER_POSITION: u64 = 72;
+const ATTENTION_PER_VALUE: u64 = 11;
+const ATTENTION_PER_POSITION: u64 = 88;
 /// Sampling, per token of the vocabulary: with a temperature (and top-p), and greedy (the
 /// highest logit alone).
 const SAMPLE_PER_TOKEN: u64 = 130;
