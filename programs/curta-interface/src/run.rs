@@ -128,30 +128,25 @@ pub enum SlotHashLookup {
 }
 
 pub fn find_slot_hash(data: &[u8], slot: u64) -> SlotHashLookup {
-    let count = data.get(..8).map_or(0, |c| curta_core::le::u64_at(c, 0));
-    let entries = data.get(8..).unwrap_or(&[]).chunks_exact(40);
-    for (i, entry) in entries.enumerate() {
-        if i as u64 >= count {
-            break;
-        }
-        let entry_slot = curta_core::le::u64_at(entry, 0);
+    let Some((count, entries)) = data.split_first_chunk::<8>() else {
+        return SlotHashLookup::NotYet;
+    };
+    let count = u64::from_le_bytes(*count).min(u32::MAX as u64) as usize;
+    let mut newest = true;
+    for entry in entries.chunks_exact(40).take(count) {
+        let (entry_slot, hash) = entry.split_at(8);
+        let entry_slot = u64::from_le_bytes(entry_slot.try_into().unwrap_or([0; 8]));
         if entry_slot == slot {
-            let mut hash = [0u8; 32];
-            hash.copy_from_slice(&entry[8..40]);
-            return SlotHashLookup::Found(hash);
+            return SlotHashLookup::Found(hash.try_into().unwrap_or([0; 32]));
         }
         if entry_slot < slot {
-            return if i == 0 {
-                SlotHashLookup::NotYet
-            } else {
-                SlotHashLookup::Gone
-            };
+            break;
         }
+        newest = false;
     }
-    if count == 0 {
-        SlotHashLookup::NotYet
-    } else {
-        SlotHashLookup::Gone
+    match newest {
+        true => SlotHashLookup::NotYet,
+        false => SlotHashLookup::Gone,
     }
 }
 
@@ -273,11 +268,14 @@ impl<'a> RunAccount<'a> {
     /// 48): no token was sampled before, since a drawn run steps only once it is drawn.
     pub fn record_seed(&mut self, slot: u64, slot_hash: &[u8; 32], seed: u64) {
         use run_field as f;
-        self.set_u64_field(f::SEED_SLOT, slot);
-        self.set_u64_field(f::SEED, seed);
-        self.data[f::SLOT_HASH..f::SLOT_HASH + 32].copy_from_slice(slot_hash);
         let rng = RUN_HEADER_LEN + curta_core::infer::state::field::RNG;
-        self.set_u64_field(rng, seed);
+        // The header and the state's header are within the data (`new`, `running`).
+        if let Some(header) = self.data.get_mut(..rng + 8) {
+            header[f::SEED_SLOT..f::SEED_SLOT + 8].copy_from_slice(&slot.to_le_bytes());
+            header[f::SEED..f::SEED + 8].copy_from_slice(&seed.to_le_bytes());
+            header[f::SLOT_HASH..f::SLOT_HASH + 32].copy_from_slice(slot_hash);
+            header[rng..rng + 8].copy_from_slice(&seed.to_le_bytes());
+        }
     }
 
     fn u32_field(&self, at: usize) -> u32 {
