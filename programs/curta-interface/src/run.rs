@@ -248,10 +248,6 @@ impl<'a> RunAccount<'a> {
         curta_core::le::u64_at(self.data, at)
     }
 
-    fn set_u64_field(&mut self, at: usize, v: u64) {
-        self.data[at..at + 8].copy_from_slice(&v.to_le_bytes());
-    }
-
     /// A drawn seed not drawn yet: the runner's seed and the start slot to draw it from.
     pub fn seed_to_draw(&self) -> Option<(u64, u64)> {
         (self.data[run_field::SEED_SOURCE] == SeedSource::Drawn as u8
