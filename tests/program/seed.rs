@@ -118,10 +118,14 @@ pub fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
     )])
 }
 
-/// Moves the bank to the next slot (the frozen slot's hash enters SlotHashes).
+/// Moves the bank to the next slot as programs see it (Clock one slot on, the slot's entry in
+/// SlotHashes: `next_slot_sysvars`; a warp races program-test's blockhash task).
 pub async fn next_slot(bank: &mut Bank) {
-    let now = slot(bank).await;
-    bank.ctx.warp_to_slot(now + 1).unwrap();
+    let (clock, hashes) = curta_client::transport::next_slot_sysvars(&bank.ctx.banks_client)
+        .await
+        .unwrap();
+    bank.ctx.set_sysvar(&hashes);
+    bank.ctx.set_sysvar(&clock);
 }
 
 fn rng(state: &[u8]) -> u64 {

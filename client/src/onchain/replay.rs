@@ -91,6 +91,11 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
         Found::Nothing => return Err(not_a_run("no account there")),
         Found::Funded(_) => return Err(not_a_run("lamports and no data: no run")),
         Found::Unstarted { .. } => return Err(not_a_run("its StartRun never landed: no run")),
+        Found::Foreign { owner, .. } if owner == t.program_id() => {
+            return Err(not_a_run(&format!(
+                "an account of program {owner} that is not a run (magic CURTARUN, layout version 2, lengths)"
+            )))
+        }
         Found::Foreign { owner, .. } => {
             return Err(not_a_run(&format!(
                 "owned by {owner}, not a run of program {}",
