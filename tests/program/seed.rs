@@ -393,3 +393,30 @@ async fn chosen_and_greedy_runs_say_so_and_the_source_must_fit_the_temperature()
         TransactionError::InstructionError(2, InstructionError::InvalidInstructionData)
     );
 }
+
+/// What drawing costs a step: the same one-item step (budget 1: the embedding of the first
+/// prompt token) of a chosen run and of a drawn run, a slot after both started; the difference
+/// is the draw (SlotHashes lookup, SHA-256 of 90 bytes, the header written).
+#[tokio::test]
+async fn the_draw_costs_a_step_a_few_hundred_units() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let chosen = start(&mut bank, &p, &artifact, 0, SAMPLED, SeedSource::Chosen)
+        .await
+        .unwrap();
+    let drawn = start(&mut bank, &p, &artifact, 1, SAMPLED, SeedSource::Drawn)
+        .await
+        .unwrap();
+    next_slot(&mut bank).await;
+    let one_item =
+        |run: &Pubkey| with_limit(vec![ix::step(&PROGRAM, run, &p.model, &p.weights, 1, 1)]);
+    let (result, _, plain) = bank.send_metered(&one_item(&chosen.run), &[]).await;
+    result.unwrap();
+    let (result, _, drawing) = bank.send_metered(&one_item(&drawn.run), &[]).await;
+    result.unwrap();
+    assert_ne!(read_run(&mut bank, &drawn.run).await.seed, 0);
+    let draw = drawing - plain;
+    println!("one-item step: {plain} units; with the draw: {drawing} ({draw} for the draw)");
+    assert!(draw < 1_500, "the draw: {draw} units");
+}
