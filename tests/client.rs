@@ -128,6 +128,8 @@ pub async fn send_limited(
         &[payer],
         blockhash,
     );
+    // Held while it executes: the client may move the bank's slot (drawing a run's seed).
+    let _executing = bank.slot_gate().read_owned().await;
     client.process_transaction(tx).await.map_err(|e| e.unwrap())
 }
 

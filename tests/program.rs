@@ -62,3 +62,7 @@ mod run_refusals;
 // A run's seed: drawn from the start slot's hash, chosen, or none.
 #[path = "program/seed.rs"]
 mod seed;
+
+// The example consumer of runs beside the program (programs/curta-consumer).
+#[path = "program/consumer.rs"]
+mod consumer;

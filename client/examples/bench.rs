@@ -27,7 +27,7 @@ async fn baseline(messages: &[Message], authority: &Keypair, window: usize) -> f
         BankTransport::start(&[(authority.pubkey(), curta_client::rehearse::REHEARSAL_FUNDS)])
             .await;
     let client = bank.banks_client();
-    let program = curta_program::id();
+    let program = curta_interface::id();
     // A background task keeps a blockhash at most 100 ms old; signing reads it without waiting.
     let latest = std::sync::Arc::new(Mutex::new(client.get_latest_blockhash().await.unwrap()));
     let refresher = {

@@ -1,7 +1,7 @@
 //! A local artifact, decoded and hashed before anything is sent.
 
 use crate::Error;
-use curta_program::state::model_address;
+use curta_interface::state::model_address;
 use solana_pubkey::Pubkey;
 
 /// An artifact checked with `curta_core::decode`: its sections, their lengths and its

@@ -3,7 +3,7 @@
 
 use crate::transport::Transport;
 use crate::Error;
-use curta_program::state::{weight_address, Model, WeightHeader, MODEL_LEN, WEIGHT_HEADER_LEN};
+use curta_interface::state::{weight_address, Model, WeightHeader, MODEL_LEN, WEIGHT_HEADER_LEN};
 use solana_account::Account;
 use solana_pubkey::Pubkey;
 

@@ -8,7 +8,7 @@ use crate::progress::Progress;
 use crate::steps::check_funds;
 use crate::transport::Transport;
 use crate::{Error, Options};
-use curta_program::state::ModelState;
+use curta_interface::state::ModelState;
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
 use solana_signer::Signer;

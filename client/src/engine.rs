@@ -835,9 +835,9 @@ pub fn write_capacity(compute_budget: bool) -> usize {
     let authority = Pubkey::new_from_array([1; 32]);
     let weight = Pubkey::new_from_array([2; 32]);
     let program = Pubkey::new_from_array([3; 32]);
-    let mut bytes = curta_program::instruction::MAX_WRITE_BYTES;
+    let mut bytes = curta_interface::instruction::MAX_WRITE_BYTES;
     while bytes > 1 {
-        let write = curta_program::instruction::write(
+        let write = curta_interface::instruction::write(
             &program,
             &weight,
             &authority,

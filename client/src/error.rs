@@ -1,7 +1,7 @@
 //! The client's errors. Each says which account, file or transaction is at fault, and what
 //! was expected and found. Program errors are shown by name.
 
-use curta_program::error::CurtaError;
+use curta_interface::error::CurtaError;
 use solana_instruction::error::InstructionError;
 use solana_pubkey::Pubkey;
 use solana_transaction_error::TransactionError;
@@ -37,7 +37,7 @@ pub enum Error {
     ModelNotFound(Pubkey),
     #[error(
         "account {address} is not a Curta model of program {program} (owner {owner}, {len} bytes){}",
-        if .owner != .program && *.len == curta_program::state::MODEL_LEN {
+        if .owner != .program && *.len == curta_interface::state::MODEL_LEN {
             format!("; if it is a model of the Curta program deployed at {owner}, pass --program-id {owner}")
         } else {
             String::new()

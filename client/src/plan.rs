@@ -4,9 +4,9 @@
 use crate::chain::{OnChain, Weight};
 use crate::engine::{Item, Kind, Subject, PACKET_LEN};
 use crate::Error;
-use curta_program::instruction as ix;
-use curta_program::state::Model;
-use curta_program::state::{weight_seed, WEIGHT_HEADER_LEN};
+use curta_interface::instruction as ix;
+use curta_interface::state::Model;
+use curta_interface::state::{weight_seed, WEIGHT_HEADER_LEN};
 use solana_instruction::Instruction;
 use solana_pubkey::Pubkey;
 use solana_system_interface::instruction as system_instruction;
@@ -143,7 +143,7 @@ pub fn creates(
     let creates_model = chain.model.is_none();
     if creates_model {
         current.push(ix::create_model(&program, authority, weights_hash, lengths));
-        data += curta_program::state::MODEL_LEN;
+        data += curta_interface::state::MODEL_LEN;
     }
     for (section, weight) in chain.weights.iter().enumerate() {
         if weight.header.is_some() {
@@ -310,7 +310,7 @@ pub fn close(chain: &OnChain, authority: &Pubkey, destination: &Pubkey) -> Item 
 /// minimum less what its address already holds.
 pub fn missing_rent(chain: &OnChain, lengths: &[u32], rent: &dyn Fn(usize) -> u64) -> u64 {
     let model = if chain.model.is_none() {
-        rent(curta_program::state::MODEL_LEN).saturating_sub(chain.model_lamports)
+        rent(curta_interface::state::MODEL_LEN).saturating_sub(chain.model_lamports)
     } else {
         0
     };

@@ -9,7 +9,7 @@ use crate::report::Report;
 use crate::steps::{check_funds, check_model, rent_table, Plan, State};
 use crate::transport::Transport;
 use crate::{Error, Options};
-use curta_program::state::ModelState;
+use curta_interface::state::ModelState;
 use solana_keypair::Keypair;
 use solana_signer::Signer;
 use std::time::Instant;

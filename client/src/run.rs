@@ -11,7 +11,7 @@ use curta_core::infer::{
     decode, encode, state_len, Model, Piece, Progress, Run, RunError, Settings, Status,
 };
 use curta_core::Artifact;
-use curta_program::state::{model_address, ModelState};
+use curta_interface::state::{model_address, ModelState};
 use solana_pubkey::Pubkey;
 use std::time::Instant;
 

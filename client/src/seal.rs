@@ -10,7 +10,7 @@ use crate::report::Report;
 use crate::steps::{check_funds, check_model, refuse_mismatch, rent_table, Plan, State};
 use crate::transport::Transport;
 use crate::{Error, Options};
-use curta_program::state::ModelState;
+use curta_interface::state::ModelState;
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
 use solana_signer::Signer;

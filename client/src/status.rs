@@ -8,7 +8,7 @@ use crate::plan::differing_bytes;
 use crate::steps::{check_model, rent_table, Plan, State};
 use crate::transport::Transport;
 use crate::Error;
-use curta_program::state::ModelState;
+use curta_interface::state::ModelState;
 use solana_pubkey::Pubkey;
 use std::time::Instant;
 
@@ -94,7 +94,7 @@ pub async fn status<T: Transport>(
                 created: w.account.is_some(),
                 frozen: w.header.as_ref().is_some_and(|h| h.frozen),
                 chunks,
-                chunks_hashed: if model.state == curta_program::state::ModelState::Sealed {
+                chunks_hashed: if model.state == curta_interface::state::ModelState::Sealed {
                     chunks
                 } else {
                     hashed
@@ -128,7 +128,7 @@ pub async fn status<T: Transport>(
 async fn needed<T: Transport>(
     t: &T,
     chain: &chain::OnChain,
-    model: &curta_program::state::Model,
+    model: &curta_interface::state::Model,
     artifact: Option<&LocalArtifact<'_>>,
 ) -> Result<Needed, Error> {
     let mut n = Needed::default();

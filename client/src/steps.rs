@@ -13,8 +13,8 @@ use crate::error::curta_error;
 use crate::plan::{self, Creates};
 use crate::transport::Transport;
 use crate::Error;
-use curta_program::error::CurtaError;
-use curta_program::state::{Model, ModelState, MODEL_LEN, WEIGHT_HEADER_LEN};
+use curta_interface::error::CurtaError;
+use curta_interface::state::{Model, ModelState, MODEL_LEN, WEIGHT_HEADER_LEN};
 use solana_instruction::Instruction;
 use solana_pubkey::Pubkey;
 use solana_signer::Signer;
@@ -278,7 +278,7 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
     let creation = chain.model.as_ref().map_or(0, |m| m.creation);
     Item {
         kind: Kind::Seal,
-        instructions: vec![curta_program::instruction::start_seal(
+        instructions: vec![curta_interface::instruction::start_seal(
             &chain.program_id,
             &chain.address,
             &weight,

@@ -242,7 +242,7 @@ fn rehearse_with_a_keypair_reports_the_model_address_publish_will_use() {
     let decoded = curta_core::decode(&bytes).unwrap();
     let hash = curta_core::weights_hash(decoded.sections());
     let (model, _) =
-        curta_program::state::model_address(&curta_program::id(), &keypair.pubkey(), &hash);
+        curta_interface::state::model_address(&curta_interface::id(), &keypair.pubkey(), &hash);
     assert_eq!(json["model"], model.to_string());
     assert_eq!(json["state"], "Sealed");
 }
@@ -262,7 +262,7 @@ fn program_id_from_the_flag_then_the_environment() {
     let decoded = curta_core::decode(&bytes).unwrap();
     let hash = curta_core::weights_hash(decoded.sections());
     let model = |program: &solana_pubkey::Pubkey| {
-        curta_program::state::model_address(program, &keypair.pubkey(), &hash)
+        curta_interface::state::model_address(program, &keypair.pubkey(), &hash)
             .0
             .to_string()
     };
@@ -305,7 +305,7 @@ fn program_id_from_the_flag_then_the_environment() {
     assert!(ok, "{err}");
     assert_eq!(
         json(&out)["model"],
-        model(&curta_program::id()),
+        model(&curta_interface::id()),
         "then the crate's id"
     );
     let (ok, _, err) = run(&["--program-id", "not-base58!"], None);

@@ -253,6 +253,8 @@ async fn cli_run_on_chain_over_rpc_equals_run_of_the_file() {
         "0.9",
         "--seed",
         "77",
+        // The test node's slot does not move: no seed can be drawn there.
+        "--chosen-seed",
     ];
     let off = client_json(
         &[&["run", &file][..], &options[..]].concat(),
@@ -296,6 +298,31 @@ async fn cli_run_on_chain_over_rpc_equals_run_of_the_file() {
     assert_eq!(kept["closed"], false);
     let rent = kept["rent_held"].as_u64().unwrap();
     assert!(rent > 0);
+    // `run --from-run`: the kept run recomputed from its own fields, every token agreeing.
+    let run = kept["run"].as_str().unwrap().to_string();
+    let replay = client_json(&["run", "--from-run", &run], &url, &keypair, "confirmed").await;
+    assert_eq!(replay["agrees"], true, "{replay}");
+    assert_eq!(replay["chain_tokens"], off["tokens"]);
+    assert_eq!(replay["offline_tokens"], off["tokens"]);
+    assert_eq!(replay["seed_source"], "chosen");
+    assert_eq!(replay["seed"].as_u64(), Some(77));
+    assert_eq!(replay["state"], "equal");
+    assert_eq!(replay["status"], "steps done");
+    // The model's address is no run: exit status 1, the account named.
+    let mut args: Vec<String> = ["run", "--from-run", &model, "--url", &url, "--keypair"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.push(keypair.display().to_string());
+    let (ok, _, stderr) = client(args).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "run account {model}: an account of program {} that is not a run",
+            curta_interface::id()
+        )),
+        "{stderr}"
+    );
     let closed = client_json(
         &[
             &["run", &model, "--on-chain", "--nonce", "1"][..],

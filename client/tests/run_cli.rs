@@ -234,8 +234,9 @@ fn bad_input_is_refused_with_the_value_before_any_work() {
 }
 
 /// `rehearse-run` publishes, seals and runs the model on chain in the bank: the JSON has the
-/// off-chain run's keys and values (the same tokens and text as `run` of the file, sampled
-/// with a seed) and the on-chain figures; text mode streams the same text. `run --on-chain`
+/// off-chain run's keys and values (the same tokens and text as `run` of the file sampled with
+/// the seed the chain drew from `--seed`, or with `--seed` itself under `--chosen-seed`) and
+/// the on-chain figures; text mode streams the same text. `run --on-chain`
 /// refuses a file, and `--keep` without `--on-chain`, before any work.
 #[test]
 fn rehearse_run_equals_run_and_reports_the_chain_figures() {
@@ -253,7 +254,6 @@ fn rehearse_run_equals_run_and_reports_the_chain_figures() {
         "--output",
         "json",
     ];
-    let off = json(&client(&[&["run", p][..], &args[..]].concat()));
     let keypair = _dir.path().join("id.json");
     let secret: Vec<u8> = solana_keypair_bytes();
     std::fs::write(&keypair, serde_json::to_string(&secret).unwrap()).unwrap();
@@ -261,8 +261,30 @@ fn rehearse_run_equals_run_and_reports_the_chain_figures() {
     let on = json(&client(
         &[&["rehearse-run", p, "--keypair", k][..], &args[..]].concat(),
     ));
+    // The seed in force was drawn on chain from runner seed 5 and the start slot's hash.
+    assert_eq!(on["seed_source"], "drawn");
+    assert_eq!(on["runner_seed"].as_u64(), Some(5));
+    assert_eq!(on["seed_slot"], on["start_slot"]);
+    let drawn = on["seed"].as_u64().unwrap().to_string();
+    assert_ne!(drawn, "5");
+    let mut off_args = args.to_vec();
+    off_args[7] = &drawn;
+    let off = json(&client(&[&["run", p][..], &off_args[..]].concat()));
     for key in ["prompt_tokens", "tokens", "text", "weights_hash", "seed"] {
         assert_eq!(on[key], off[key], "{key}");
+    }
+    // With --chosen-seed the seed in force is 5 itself: `run --seed 5`'s tokens.
+    let chosen = json(&client(
+        &[
+            &["rehearse-run", p, "--keypair", k, "--chosen-seed"][..],
+            &args[..],
+        ]
+        .concat(),
+    ));
+    let off5 = json(&client(&[&["run", p][..], &args[..]].concat()));
+    assert_eq!(chosen["seed_source"], "chosen");
+    for key in ["prompt_tokens", "tokens", "text", "weights_hash", "seed"] {
+        assert_eq!(chosen[key], off5[key], "{key}");
     }
     let steps = on["steps"].as_u64().unwrap();
     assert_eq!(on["transactions"].as_u64().unwrap(), steps + 2);
@@ -296,10 +318,16 @@ fn rehearse_run_equals_run_and_reports_the_chain_figures() {
     }
 
     let text_args: Vec<&str> = args[..8].to_vec();
-    let o = client(&[&["rehearse-run", p, "--keypair", k][..], &text_args[..]].concat());
+    let o = client(
+        &[
+            &["rehearse-run", p, "--keypair", k, "--chosen-seed"][..],
+            &text_args[..],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(text, format!("{}\n", off["text"].as_str().unwrap()));
+    assert_eq!(text, format!("{}\n", off5["text"].as_str().unwrap()));
     let report = String::from_utf8(o.stderr).unwrap();
     assert!(report.contains("on chain in"), "{report}");
 

@@ -18,7 +18,7 @@ mod expected;
 mod support;
 
 use base64::Engine as _;
-use curta_program::error::CurtaError;
+use curta_interface::error::CurtaError;
 use serde_json::{json, Value};
 use solana_client::client_error::ClientError;
 use solana_client::rpc_client::{GetConfirmedSignaturesForAddress2Config, RpcClient};
@@ -369,7 +369,7 @@ impl Run {
     fn artifact(&self, name: &str, artifact: &[u8]) -> (String, Pubkey) {
         let path = self.dir.path().join(name);
         std::fs::write(&path, artifact).unwrap();
-        let model = curta_program::state::model_address(
+        let model = curta_interface::state::model_address(
             &self.validator.program_id,
             &self.payer.pubkey(),
             &weights_hash(artifact),
@@ -604,7 +604,7 @@ async fn expired_blockhashes_are_signed_again_and_replays_are_harmless() {
     let raw = raw_model(&run.validator, &model);
     let decoded = curta_core::decode(&artifact).unwrap();
     let section0 = decoded.sections().next().unwrap();
-    let write = curta_program::instruction::write(
+    let write = curta_interface::instruction::write(
         &program,
         &raw.weights[0],
         &run.payer.pubkey(),
@@ -625,7 +625,7 @@ async fn expired_blockhashes_are_signed_again_and_replays_are_harmless() {
         custom_error(send(&run, &[write])),
         CurtaError::SectionFrozen as u32
     );
-    let seal = curta_program::instruction::seal(&program, &model, &raw.weights[0], 0, 0, 1);
+    let seal = curta_interface::instruction::seal(&program, &model, &raw.weights[0], 0, 0, 1);
     assert_eq!(
         custom_error(send(&run, &[seal])),
         CurtaError::ModelSealed as u32
@@ -755,4 +755,50 @@ fn a_sealed_model_runs_on_chain_as_client_run_runs_the_file() {
         "the run account is closed"
     );
     run.assert_spent(held);
+}
+
+/// Issue 27 on a real cluster: a sampled run of stories260K whose seed the chain draws (the
+/// first step after the start slot reads the start slot's hash from SlotHashes), kept, then
+/// `client run --from-run` recomputes it from its own fields (the drawn seed checked against
+/// SlotHashes while the slot is still there) and `client close-run` returns its rent.
+#[test]
+#[ignore = "needs solana-test-validator: scripts/test-validator"]
+fn a_drawn_seed_run_is_recomputed_from_its_account() {
+    let run = Run::start(20_100, "drawn-seed");
+    let artifact = stories260k();
+    let (file, model) = run.artifact("stories260K.curta", &artifact);
+    let report = run.client_json(&["publish", &file, "--seal"]);
+    assert_eq!(report["state"], "Sealed");
+    let model_text = model.to_string();
+    let settings = [
+        "--prompt-tokens",
+        "1,306",
+        "--steps",
+        "12",
+        "--temperature",
+        "0.8",
+        "--seed",
+        "7",
+    ];
+    let mut args = vec!["run", model_text.as_str(), "--on-chain", "--keep"];
+    args.extend(settings);
+    let on_chain = run.client_json(&args);
+    assert_eq!(on_chain["seed_source"], "drawn");
+    assert_eq!(on_chain["runner_seed"].as_u64(), Some(7));
+    assert_eq!(on_chain["seed_slot"], on_chain["start_slot"]);
+    let seed = on_chain["seed"].as_u64().unwrap().to_string();
+    // The same tokens as `client run` of the file with the drawn seed.
+    let mut file_args = vec!["run", file.as_str()];
+    file_args.extend(&settings[..6]);
+    file_args.extend(["--seed", seed.as_str()]);
+    let offline = run.client_json(&file_args);
+    assert_eq!(on_chain["tokens"], offline["tokens"], "{on_chain}");
+    let address = on_chain["run"].as_str().unwrap();
+    let replay = run.client_json(&["run", "--from-run", address]);
+    assert_eq!(replay["agrees"], true, "{replay}");
+    assert_eq!(replay["seed_derivation_agrees"], true);
+    assert_eq!(replay["slot_hash_agrees"], true);
+    assert_eq!(replay["chain_tokens"], offline["tokens"]);
+    let closed = run.client_json(&["close-run", address]);
+    assert!(closed["returned"].as_u64().unwrap() > 0, "{closed}");
 }

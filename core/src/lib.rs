@@ -4,6 +4,8 @@
 //! ([`Metadata`]), [`decode`] of a whole artifact and the [`weights_hash`]. The on-chain program
 //! uses exactly that part. With `std` it also has the converter from llama2.c files.
 #![cfg_attr(not(feature = "std"), no_std)]
+// The program's row kernel is SBF assembly (infer/kernels/sbf.rs); BPF's `asm!` is unstable.
+#![cfg_attr(target_os = "solana", feature(asm_experimental_arch))]
 
 // The no_std part builds with Rust 1.85 (Debian's rustc-web, which the program's SBF build
 // may use): clippy neither suggests nor accepts newer APIs there. The converter (std) follows

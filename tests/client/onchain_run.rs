@@ -2,7 +2,9 @@
 //! run account equal the off-chain `client run` (curta-core driven directly) token for token
 //! and its text byte for byte; the runner pays exactly the fees (the rent comes back at close);
 //! a runner too poor for the price is refused before anything is sent; an interrupted run
-//! resumes from the chain.
+//! resumes from the chain. A sampled run's seed is drawn on chain (the off-chain run then uses
+//! the drawn seed) or chosen (`client run --seed`'s tokens); `client run --from-run`
+//! recomputes every run here byte for byte before it is closed.
 
 use super::*;
 use curta_client::onchain::{close_run, run_on_chain, RunOnChainError, RunRef, RunRequest};
@@ -10,7 +12,9 @@ use curta_client::run::{detokenize, generate, Prompt};
 use curta_client::{publish, Error};
 use curta_core::infer::{state_len, Model, Run, Settings, Status};
 use curta_program::instruction as ix;
-use curta_program::run::{run_address, run_len, step_costs, MAX_STEP_BUDGET};
+use curta_program::run::{
+    run_address, run_len, step_costs, SeedSource, MAX_STEP_BUDGET, RUN_HEADER_LEN,
+};
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_message::Message;
 
@@ -77,7 +81,8 @@ const SAMPLED: Settings = Settings {
 };
 
 /// Runs `prompt` on chain and checks everything against the off-chain run: tokens, text,
-/// streamed pieces, the steps, the transactions, the lamports.
+/// streamed pieces, the steps, the transactions, the lamports; then `--from-run`'s
+/// recomputation of the kept run, and its close.
 #[allow(clippy::too_many_arguments)]
 async fn run_and_compare(
     bank: &BankTransport,
@@ -87,21 +92,46 @@ async fn run_and_compare(
     prompt: Prompt,
     steps: u32,
     settings: Settings,
+    source: SeedSource,
     nonce: u32,
 ) {
-    let (tokens, text) = off_chain(artifact, &prompt, steps, settings);
-    let expected_steps = step_count(artifact, &prompt, steps, settings);
     let fee = fee_per_transaction(bank, &runner.pubkey()).await;
     let before = bank.balance(&runner.pubkey()).await.unwrap();
     let mut request = RunRequest::new(prompt.clone(), Some(steps), settings);
+    request.source = source;
     request.nonce = nonce;
+    request.keep = true;
     let mut streamed: Vec<(u32, Vec<u8>)> = Vec::new();
     let run = run_on_chain(bank, runner, model, &request, |id, piece| {
         streamed.push((id, piece.to_vec()))
     })
     .await
     .unwrap_or_else(|e| panic!("{prompt:?} {settings:?}: {e}"));
-    let context = format!("{prompt:?}, {steps} steps, {settings:?}");
+    let context = format!("{prompt:?}, {steps} steps, {settings:?}, {source:?}");
+    // The seed in force: drawn (another seed than the runner's, from the start slot), chosen
+    // (the runner's), none (greedy).
+    let in_force = match source {
+        SeedSource::Drawn => {
+            assert_eq!(run.seed_source, "drawn");
+            assert_eq!(run.runner_seed, settings.seed);
+            assert_eq!(run.seed_slot, run.start_slot);
+            assert_ne!(run.seed, settings.seed, "{context}: the drawn seed");
+            Settings {
+                seed: run.seed,
+                ..settings
+            }
+        }
+        SeedSource::Chosen => {
+            assert_eq!((run.seed_source, run.seed), ("chosen", settings.seed));
+            settings
+        }
+        SeedSource::None => {
+            assert_eq!((run.seed_source, run.seed), ("none", 0));
+            settings
+        }
+    };
+    let (tokens, text) = off_chain(artifact, &prompt, steps, in_force);
+    let expected_steps = step_count(artifact, &prompt, steps, in_force);
     assert_eq!(run.tokens, tokens, "{context}: tokens");
     assert_eq!(run.text_bytes, text, "{context}: text");
     assert_eq!(run.text, String::from_utf8_lossy(&text), "{context}");
@@ -124,11 +154,11 @@ async fn run_and_compare(
     assert_eq!(run.steps_sent, expected_steps, "{context}: steps sent");
     assert_eq!(run.steps_landed, expected_steps, "{context}: steps landed");
     assert_eq!((run.steps_after_end, run.steps_by_others), (0, 0));
-    assert_eq!(run.transactions, expected_steps as u64 + 2, "{context}");
+    assert_eq!(run.transactions, expected_steps as u64 + 1, "{context}");
     assert_eq!(run.failed_transactions, 0);
     assert_eq!(
         run.fees,
-        fee * (expected_steps as u64 + 2),
+        fee * (expected_steps as u64 + 1),
         "{context}: fees"
     );
     assert_eq!(run.resumed_from, None);
@@ -136,14 +166,43 @@ async fn run_and_compare(
         Prompt::Tokens(_) => assert_eq!(run.prompt_sent_as, Some("tokens")),
         Prompt::Text(_) => assert!(run.prompt_sent_as.is_some()),
     }
-    assert!(run.closed);
-    assert_eq!(run.rent_held, 0);
-    // Exactly the fees spent: the rent came back at close.
-    let after = bank.balance(&runner.pubkey()).await.unwrap();
-    assert_eq!(after, before - run.fees, "{context}: runner's balance");
-    assert_eq!((run.balance_before, run.balance_after), (before, after));
+    assert!(!run.closed);
     let address = run_address(&curta_program::id(), &runner.pubkey(), model, nonce);
     assert_eq!(run.run, address.to_string());
+    let rent = bank.balance(&address).await.unwrap();
+    assert_eq!(run.rent_held, rent);
+
+    // `client run --from-run`: the kept run recomputed from its own fields agrees.
+    let replay = curta_client::onchain::replay(bank, &address).await.unwrap();
+    assert!(replay.agrees(), "{context}: {replay:?}");
+    assert_eq!(replay.chain_tokens, tokens, "{context}: replayed tokens");
+    assert_eq!(replay.offline_tokens, tokens);
+    assert_eq!(replay.chain_text, text);
+    assert_eq!(
+        replay.seed,
+        in_force.seed * (source != SeedSource::None) as u64
+    );
+    assert_eq!(
+        replay.seed_derivation_agrees,
+        (source == SeedSource::Drawn).then_some(true)
+    );
+    assert_eq!(
+        replay.slot_hash_agrees,
+        (source == SeedSource::Drawn).then_some(true)
+    );
+
+    // Closed: exactly the fees spent, the rent back.
+    let closed = close_run(bank, runner, RunRef::Address(address), None)
+        .await
+        .unwrap();
+    assert_eq!(closed.returned, rent);
+    let after = bank.balance(&runner.pubkey()).await.unwrap();
+    assert_eq!(
+        after,
+        before - run.fees - closed.fee,
+        "{context}: runner's balance"
+    );
+    assert_eq!(run.balance_before, before);
     assert!(bank.get_accounts(&[address]).await.unwrap()[0].is_none());
     println!(
         "{context}: {} tokens, {} steps ({} in flight), start {:?} CU (prompt as {:?}), fees {}",
@@ -164,13 +223,15 @@ async fn stories260k_on_chain_equals_client_run() {
         .await
         .unwrap();
     let model = model_of(&runner.pubkey(), &artifact);
-    let cases: [(Prompt, u32, Settings); 4] = [
+    let cases: [(Prompt, u32, Settings, SeedSource); 5] = [
         (
             Prompt::Text(b"Once upon a time".to_vec()),
             12,
             Settings::greedy(),
+            SeedSource::None,
         ),
-        (Prompt::Tokens(vec![1]), 10, SAMPLED),
+        (Prompt::Tokens(vec![1]), 10, SAMPLED, SeedSource::Drawn),
+        (Prompt::Tokens(vec![1]), 10, SAMPLED, SeedSource::Chosen),
         (
             Prompt::Tokens(vec![1, 306, 470]),
             10,
@@ -178,6 +239,7 @@ async fn stories260k_on_chain_equals_client_run() {
                 seed: 42,
                 ..SAMPLED
             },
+            SeedSource::Chosen,
         ),
         (
             Prompt::Text(b"Lily".to_vec()),
@@ -187,9 +249,10 @@ async fn stories260k_on_chain_equals_client_run() {
                 temperature: 65_536,
                 top_p: 65_536,
             },
+            SeedSource::Drawn,
         ),
     ];
-    for (nonce, (prompt, steps, settings)) in cases.into_iter().enumerate() {
+    for (nonce, (prompt, steps, settings, source)) in cases.into_iter().enumerate() {
         run_and_compare(
             &bank,
             &runner,
@@ -198,6 +261,7 @@ async fn stories260k_on_chain_equals_client_run() {
             prompt,
             steps,
             settings,
+            source,
             nonce as u32,
         )
         .await;
@@ -213,13 +277,23 @@ async fn grouped_query_model_on_chain_equals_client_run() {
         .unwrap();
     let model = model_of(&runner.pubkey(), &artifact);
     let cases = [
-        (Prompt::Tokens(vec![1, 5, 77]), Settings::greedy()),
+        (
+            Prompt::Tokens(vec![1, 5, 77]),
+            Settings::greedy(),
+            SeedSource::None,
+        ),
         (
             Prompt::Text(b"ab".to_vec()),
             Settings { seed: 3, ..SAMPLED },
+            SeedSource::Drawn,
+        ),
+        (
+            Prompt::Text(b"ab".to_vec()),
+            Settings { seed: 3, ..SAMPLED },
+            SeedSource::Chosen,
         ),
     ];
-    for (nonce, (prompt, settings)) in cases.into_iter().enumerate() {
+    for (nonce, (prompt, settings, source)) in cases.into_iter().enumerate() {
         run_and_compare(
             &bank,
             &runner,
@@ -228,6 +302,7 @@ async fn grouped_query_model_on_chain_equals_client_run() {
             prompt,
             10,
             settings,
+            source,
             nonce as u32,
         )
         .await;
@@ -335,12 +410,18 @@ async fn an_interrupted_run_resumes_from_the_chain() {
     }
 
     // Other settings at the same nonce: refused, nothing sent. The message names the point of
-    // progress the chain's run reached (state bytes 28, 32, 36 after the 128-byte header).
+    // progress the chain's run reached (state bytes 28, 32, 36 after the 192-byte header).
     let data = bank.get_accounts(&[address]).await.unwrap()[0]
         .clone()
         .unwrap()
         .data;
-    let field = |at: usize| u32::from_le_bytes(data[128 + at..132 + at].try_into().unwrap());
+    let field = |at: usize| {
+        u32::from_le_bytes(
+            data[RUN_HEADER_LEN + at..RUN_HEADER_LEN + at + 4]
+                .try_into()
+                .unwrap(),
+        )
+    };
     let (position, stage, item) = (field(28), field(32), field(36));
     let before = bank.balance(&me).await.unwrap();
     let mut other = RunRequest::new(
@@ -352,6 +433,7 @@ async fn an_interrupted_run_resumes_from_the_chain() {
         },
     );
     other.nonce = nonce;
+    other.source = SeedSource::Chosen;
     let err = run_on_chain(&bank, &runner, &model, &other, |_, _| {})
         .await
         .unwrap_err();
@@ -366,6 +448,7 @@ async fn an_interrupted_run_resumes_from_the_chain() {
     // Another token count: refused by the account's length.
     other = RunRequest::new(prompt.clone(), Some(steps + 1), settings);
     other.nonce = nonce;
+    other.source = SeedSource::Chosen;
     let err = run_on_chain(&bank, &runner, &model, &other, |_, _| {})
         .await
         .unwrap_err();
@@ -382,6 +465,7 @@ async fn an_interrupted_run_resumes_from_the_chain() {
     let fee = fee_per_transaction(&bank, &me).await;
     let mut request = RunRequest::new(prompt.clone(), Some(steps), settings);
     request.nonce = nonce;
+    request.source = SeedSource::Chosen;
     let mut streamed = Vec::new();
     let run = run_on_chain(&bank, &runner, &model, &request, |id, _| streamed.push(id))
         .await
@@ -404,6 +488,7 @@ async fn an_interrupted_run_resumes_from_the_chain() {
     // With --keep, the run stays; the same command again finds it finished and closes it.
     let mut keep = RunRequest::new(prompt.clone(), Some(steps), settings);
     keep.nonce = nonce + 1;
+    keep.source = SeedSource::Chosen;
     keep.keep = true;
     let kept = run_on_chain(&bank, &runner, &model, &keep, |_, _| {})
         .await
@@ -450,6 +535,9 @@ async fn over_rpc_with_a_price_the_run_equals_client_run() {
     let steps = step_count(&artifact, &prompt, 8, settings) as u64;
     let before = shim.banks().get_balance(runner.pubkey()).await.unwrap();
     let mut request = RunRequest::new(prompt, Some(8), settings);
+    // The test node's slot does not move (tests/support/rpc_shim.rs), so no seed can be drawn
+    // there: the runner's seed, chosen.
+    request.source = SeedSource::Chosen;
     request.compute_unit_price = Some(1_000);
     let run = run_on_chain(&rpc, &runner, &model, &request, |_, _| {})
         .await
@@ -515,7 +603,7 @@ async fn a_run_the_client_refuses_to_resume_is_closed_by_close_run() {
         .unwrap()
         .remove(0)
         .unwrap();
-    let at = 128 + curta_core::infer::state::field::STATUS;
+    let at = RUN_HEADER_LEN + curta_core::infer::state::field::STATUS;
     account.data[at..at + 4].copy_from_slice(&7u32.to_le_bytes());
     bank.set_account(&address, account);
     bank.settle().await;

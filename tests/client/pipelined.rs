@@ -132,6 +132,8 @@ async fn a_strangers_steps_are_progress() {
     let before = s.bank.balance(&me).await.unwrap();
     let mut request = RunRequest::new(Prompt::Tokens(prompt.clone()), Some(steps), settings);
     request.nonce = 0;
+    // Started by hand with the runner's seed (tests/client.rs): chosen.
+    request.source = curta_program::run::SeedSource::Chosen;
     let mut streamed = vec![];
     let run = run_on_chain(&s.bank, &s.runner, &s.model, &request, |id, _| {
         streamed.push(id)
@@ -175,6 +177,14 @@ async fn a_strangers_steps_are_progress() {
     };
     let (run, landed) = tokio::join!(client, stranger);
     let run = run.unwrap();
+    // The client's run draws its seed (the stranger's steps in the start slot are refused,
+    // and any of its later steps may be the one that draws): curta-core with that seed.
+    assert_eq!((run.seed_source, run.runner_seed), ("drawn", settings.seed));
+    let drawn = Settings {
+        seed: run.seed,
+        ..settings
+    };
+    let (tokens, text) = off_chain(&s.artifact, &prompt, steps, drawn);
     assert_eq!(run.tokens, tokens);
     assert_eq!(run.text, text);
     assert!(run.closed);

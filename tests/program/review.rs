@@ -266,7 +266,7 @@ async fn a_consumer_trusts_a_sealed_model_at_the_expected_address_only() {
     assert_eq!(their_model.weights_hash, real_model.weights_hash);
     assert_eq!(their_model.config, real_model.config);
     let trust = |address: &Pubkey, account: &Account, authority: &Pubkey| {
-        state::trusted_sealed_model(
+        curta_interface::trust::trusted_sealed_model(
             &PROGRAM,
             address,
             &account.owner,
@@ -295,7 +295,7 @@ async fn a_consumer_trusts_a_sealed_model_at_the_expected_address_only() {
     let q = written(&mut bank, tiny_sections(LEN, 106)).await;
     let open = bank.account(&q.model).await.unwrap();
     assert_eq!(
-        state::trusted_sealed_model(
+        curta_interface::trust::trusted_sealed_model(
             &PROGRAM,
             &q.model,
             &open.owner,

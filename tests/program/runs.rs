@@ -349,6 +349,47 @@ async fn a_grouped_query_model_of_eight_sections_runs_on_chain_as_curta_core_run
     }
 }
 
+/// A model whose sizes leave remainders in the program's kernels
+/// (`curta_core::infer::kernels::sbf`): dimension 40 (a turn of 32 columns and two of 4),
+/// hidden 103 (three turns of 32, one of 4 and 3 columns alone; 103 rows, the last one alone),
+/// 20 key and value rows (the last two a pair), head size 10 (two groups of four values and 2
+/// alone). Its run on chain is curta-core's, step by step.
+#[tokio::test]
+async fn a_model_of_odd_sizes_runs_on_chain_as_curta_core_runs_it() {
+    use curta_core::convert::synth;
+    let config = curta_core::Config {
+        dim: 40,
+        hidden_dim: 103,
+        layers: 2,
+        heads: 4,
+        kv_heads: 2,
+        vocab_size: 300,
+        context_length: 32,
+    };
+    let checkpoint = synth::checkpoint(&config, false, 5);
+    let tokenizer = synth::tokenizer(config.vocab_size, 5);
+    let artifact = curta_core::convert::convert(&checkpoint, &tokenizer).unwrap();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    for (nonce, settings) in [Settings::greedy(), Settings { seed: 9, ..SAMPLED }]
+        .into_iter()
+        .enumerate()
+    {
+        let units = run_and_compare(
+            &mut bank,
+            &p,
+            &artifact,
+            OwnedPrompt::Tokens(vec![1, 40, 41, 7, 200]),
+            20,
+            settings,
+            nonce as u32,
+        )
+        .await;
+        let most = units.iter().max().copied().unwrap_or(0);
+        assert!(most <= STEP_GOAL, "a step took {most} CU");
+    }
+}
+
 /// The run's bytes before and after a refused instruction are the same.
 async fn refused_unchanged(
     bank: &mut Bank,

@@ -24,13 +24,13 @@ use solana_sdk::slot_hashes::SlotHashes;
 use solana_sdk::transaction::TransactionError;
 use solana_system_interface::instruction as system_instruction;
 
-const SAMPLED: Settings = Settings {
+pub const SAMPLED: Settings = Settings {
     temperature: 52_429,
     top_p: 58_982,
     seed: 7,
 };
-const PROMPT: [u32; 3] = [1, 40, 300];
-const STEPS: u32 = 8;
+pub const PROMPT: [u32; 3] = [1, 40, 300];
+pub const STEPS: u32 = 8;
 
 /// The documented seed: the first 8 bytes, little-endian, of SHA-256("curta-seed" ‖ runner
 /// seed u64 LE ‖ run address ‖ slot u64 LE ‖ slot hash), 1 where they are 0.
@@ -48,7 +48,7 @@ fn expected_seed(runner_seed: u64, run: &Pubkey, slot: u64, hash: &[u8; 32]) -> 
     }
 }
 
-async fn slot(bank: &mut Bank) -> u64 {
+pub async fn slot(bank: &mut Bank) -> u64 {
     bank.ctx
         .banks_client
         .get_sysvar::<Clock>()
@@ -73,7 +73,7 @@ async fn start(
     Ok(OnChain { run, runner })
 }
 
-fn start_instructions(
+pub fn start_instructions(
     p: &Published,
     artifact: &[u8],
     runner: &Pubkey,
@@ -107,7 +107,7 @@ fn start_instructions(
     (run, vec![create, start])
 }
 
-fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
+pub fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
     with_limit(vec![ix::step(
         &PROGRAM,
         run,
@@ -118,10 +118,14 @@ fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
     )])
 }
 
-/// Moves the bank to the next slot (the frozen slot's hash enters SlotHashes).
-async fn next_slot(bank: &mut Bank) {
-    let now = slot(bank).await;
-    bank.ctx.warp_to_slot(now + 1).unwrap();
+/// Moves the bank to the next slot as programs see it (Clock one slot on, the slot's entry in
+/// SlotHashes: `next_slot_sysvars`; a warp races program-test's blockhash task).
+pub async fn next_slot(bank: &mut Bank) {
+    let (clock, hashes) = curta_client::transport::next_slot_sysvars(&bank.ctx.banks_client)
+        .await
+        .unwrap();
+    bank.ctx.set_sysvar(&hashes);
+    bank.ctx.set_sysvar(&clock);
 }
 
 fn rng(state: &[u8]) -> u64 {
@@ -388,4 +392,31 @@ async fn chosen_and_greedy_runs_say_so_and_the_source_must_fit_the_temperature()
             .unwrap_err(),
         TransactionError::InstructionError(2, InstructionError::InvalidInstructionData)
     );
+}
+
+/// What drawing costs a step: the same one-item step (budget 1: the embedding of the first
+/// prompt token) of a chosen run and of a drawn run, a slot after both started; the difference
+/// is the draw (SlotHashes lookup, SHA-256 of 90 bytes, the header written).
+#[tokio::test]
+async fn the_draw_costs_a_step_a_few_hundred_units() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let chosen = start(&mut bank, &p, &artifact, 0, SAMPLED, SeedSource::Chosen)
+        .await
+        .unwrap();
+    let drawn = start(&mut bank, &p, &artifact, 1, SAMPLED, SeedSource::Drawn)
+        .await
+        .unwrap();
+    next_slot(&mut bank).await;
+    let one_item =
+        |run: &Pubkey| with_limit(vec![ix::step(&PROGRAM, run, &p.model, &p.weights, 1, 1)]);
+    let (result, _, plain) = bank.send_metered(&one_item(&chosen.run), &[]).await;
+    result.unwrap();
+    let (result, _, drawing) = bank.send_metered(&one_item(&drawn.run), &[]).await;
+    result.unwrap();
+    assert_ne!(read_run(&mut bank, &drawn.run).await.seed, 0);
+    let draw = drawing - plain;
+    println!("one-item step: {plain} units; with the draw: {drawing} ({draw} for the draw)");
+    assert!(draw < 1_500, "the draw: {draw} units");
 }

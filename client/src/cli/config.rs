@@ -119,7 +119,7 @@ impl GlobalArgs {
             Some(id) => solana_pubkey::Pubkey::from_str(id).map_err(|e| {
                 anyhow!("--program-id '{id}' (or CURTA_PROGRAM_ID) is not a base-58 address: {e}")
             }),
-            None => Ok(curta_program::id()),
+            None => Ok(curta_interface::id()),
         }
     }
 

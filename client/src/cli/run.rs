@@ -357,7 +357,7 @@ fn request(
         if settings.temperature == 0 {
             bail!("--chosen-seed is for sampled runs: a greedy run (--temperature 0) has no seed");
         }
-        request.source = curta_program::run::SeedSource::Chosen;
+        request.source = curta_interface::run::SeedSource::Chosen;
     }
     request.nonce = nonce.unwrap_or(0);
     request.keep = keep;
@@ -407,7 +407,7 @@ fn run_on_chain(args: RunArgs, global: GlobalArgs) -> Result<()> {
 
 /// How the request's seed will be in force, for the line before an on-chain run.
 fn seed_line(request: &RunRequest) -> String {
-    use curta_program::run::SeedSource;
+    use curta_interface::run::SeedSource;
     match request.source {
         SeedSource::None => "greedy".into(),
         SeedSource::Chosen => format!("seed {}, chosen", request.settings.seed),

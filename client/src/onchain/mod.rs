@@ -26,9 +26,11 @@ use crate::Error;
 use account::{read_run, Found};
 use curta_core::infer::{Model, RunError, Settings, Status};
 use curta_core::Artifact;
-use curta_program::error::CurtaError;
-use curta_program::instruction::{self as ix, OwnedPrompt};
-use curta_program::run::{run_address, run_len, run_seed, RunHeader, SeedSource, MAX_STEP_BUDGET};
+use curta_interface::error::CurtaError;
+use curta_interface::instruction::{self as ix, OwnedPrompt};
+use curta_interface::run::{
+    run_address, run_len, run_seed, RunHeader, SeedSource, MAX_STEP_BUDGET,
+};
 use pipeline::{account_limit, step_window, AccountLimit};
 use plan::{generated, plan, point, steps_left, Plan, Shadow};
 use solana_instruction::error::InstructionError;
@@ -275,8 +277,10 @@ pub async fn run_on_chain<T: Transport>(
         Existing::Resume(header) => (Some(header.steps_landed), None),
         Existing::Fresh { funded } => (None, Some(start(&mut engine, &ctx, *funded).await?)),
     };
+    let mut drawing_steps = 0;
     if request.source == SeedSource::Drawn {
-        let seed = draw(&mut engine, &ctx).await?;
+        let (seed, sent) = draw(&mut engine, &ctx).await?;
+        drawing_steps = sent;
         p.plan = replan(&artifact, request, &p, seed)?;
     }
     let ctx = Context {
@@ -308,10 +312,10 @@ pub async fn run_on_chain<T: Transport>(
         nonce: request.nonce,
         prompt_sent_as: start.map(|(sent_as, _)| sent_as),
         steps: p.plan.steps,
-        steps_sent: driven.sent,
+        steps_sent: driven.sent + drawing_steps,
         steps_after_end: driven.after_end,
         steps_by_others: match resumed_from {
-            None => steps_landed.saturating_sub(driven.sent),
+            None => steps_landed.saturating_sub(driven.sent + drawing_steps),
             Some(_) => 0,
         },
         steps_landed,
@@ -653,16 +657,18 @@ const DRAW_TRIES: u32 = 8;
 
 /// Draws a drawn run's seed: once the cluster is past the slot StartRun landed in, one step
 /// (the program refuses a step in the start slot with SeedNotReady: tried again after the next
-/// slot). Returns the seed in force, read from the run's header.
+/// slot). Returns the seed in force, read from the run's header, and the steps this call
+/// sent that advanced the run (0 when the seed was drawn already, by anyone).
 async fn draw<T: Transport>(
     engine: &mut Engine<'_, T>,
     ctx: &Context<'_>,
-) -> Result<u64, RunOnChainError> {
+) -> Result<(u64, u32), RunOnChainError> {
     let address = ctx.p.address;
     let mut ticket = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos())
         ^ 0x5eed_0000;
+    let mut sent = 0;
     for _ in 0..DRAW_TRIES {
         let Found::Run(header, _, _) = read_run(engine.transport(), &address).await? else {
             return Err(RunOnChainError::RunAccount {
@@ -671,15 +677,15 @@ async fn draw<T: Transport>(
             });
         };
         if header.seed != 0 {
-            return Ok(header.seed);
+            return Ok((header.seed, sent));
         }
         engine.transport().pass_slot(header.start_slot).await?;
         ticket = ticket.wrapping_add(1);
         let failures = engine.run(vec![ctx.step_item(ticket)], 1, false).await?;
-        if let Some(failure) = failures.first() {
-            if curta_error(&failure.error) != Some(CurtaError::SeedNotReady) {
-                return Err(refused(engine, ctx, &failure.error).await);
-            }
+        match failures.first() {
+            None => sent += 1,
+            Some(failure) if curta_error(&failure.error) == Some(CurtaError::SeedNotReady) => {}
+            Some(failure) => return Err(refused(engine, ctx, &failure.error).await),
         }
     }
     Err(RunOnChainError::RunAccount {

@@ -11,7 +11,9 @@ use crate::Error;
 use curta_core::infer::state::field;
 use curta_core::infer::{Model, Run, RunError, Settings};
 use curta_core::le::u32_at;
-use curta_program::run::{drawn_seed, find_slot_hash, SeedSource, SlotHashLookup, MAX_STEP_BUDGET};
+use curta_interface::run::{
+    drawn_seed, find_slot_hash, SeedSource, SlotHashLookup, MAX_STEP_BUDGET,
+};
 use solana_pubkey::Pubkey;
 
 /// Why a run could not be recomputed (a disagreement is not an error: see [`Replay::agrees`]).
@@ -89,6 +91,11 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
         Found::Nothing => return Err(not_a_run("no account there")),
         Found::Funded(_) => return Err(not_a_run("lamports and no data: no run")),
         Found::Unstarted { .. } => return Err(not_a_run("its StartRun never landed: no run")),
+        Found::Foreign { owner, .. } if owner == t.program_id() => {
+            return Err(not_a_run(&format!(
+                "an account of program {owner} that is not a run (magic CURTARUN, layout version 2, lengths)"
+            )))
+        }
         Found::Foreign { owner, .. } => {
             return Err(not_a_run(&format!(
                 "owned by {owner}, not a run of program {}",
@@ -152,7 +159,7 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
     let slot_hash_agrees = match drawn && header.seed != 0 {
         false => None,
         true => {
-            let sysvar = curta_program::instruction::SLOT_HASHES;
+            let sysvar = curta_interface::instruction::SLOT_HASHES;
             let data = t.get_accounts(&[sysvar]).await?.remove(0).map(|a| a.data);
             match data.map(|d| find_slot_hash(&d, header.seed_slot)) {
                 Some(SlotHashLookup::Found(hash)) => Some(hash == header.slot_hash),

@@ -55,12 +55,51 @@ pub struct BankTransport {
     /// When each blockhash was first handed out as the latest: one younger than
     /// [`YOUNG_BLOCKHASH`] is not expired, and the bank need not be asked.
     issued: Mutex<HashMap<Hash, Instant>>,
+    /// Held (shared) by every transaction executing in the bank, and exclusively while
+    /// [`Transport::pass_slot`] moves the bank to its next slot: freezing a bank under an
+    /// executing transaction is a runtime panic.
+    slot_gate: SlotGate,
     /// The binary the bank runs ([`ProgramSo::describe`]).
     program: String,
     /// The outcome of every transaction this transport handed over that executed.
     outcomes: Outcomes,
     ledger: Ledger,
 }
+
+/// The Clock and SlotHashes sysvars of the bank's next slot, as programs read them: the clock
+/// one slot on, and SlotHashes with the current slot's entry first (its hash: the bank's latest
+/// blockhash). program-test's banks stay in their slot unless warped, and a warp freezes the
+/// working bank while program-test's own task may still register a blockhash in it (a runtime
+/// panic under load); setting the two sysvars moves the slot as far as any program can tell
+/// (Clock, SlotHashes), and is what `pass_slot` and the program tests do.
+pub async fn next_slot_sysvars(
+    client: &BanksClient,
+) -> Result<
+    (
+        solana_sdk::clock::Clock,
+        solana_sdk::slot_hashes::SlotHashes,
+    ),
+    Error,
+> {
+    use solana_sdk::clock::Clock;
+    use solana_sdk::slot_hashes::SlotHashes;
+    let clock: Clock = client.get_sysvar().await.map_err(bank_error)?;
+    let hashes: SlotHashes = client.get_sysvar().await.map_err(bank_error)?;
+    let latest = client.get_latest_blockhash().await.map_err(bank_error)?;
+    let mut entries: Vec<(u64, Hash)> = hashes.iter().copied().collect();
+    if hashes.get(&clock.slot).is_none() {
+        entries.insert(0, (clock.slot, latest));
+    }
+    entries.truncate(solana_sdk::slot_hashes::MAX_ENTRIES);
+    let next = Clock {
+        slot: clock.slot + 1,
+        ..clock
+    };
+    Ok((next, SlotHashes::new(&entries)))
+}
+
+/// See [`BankTransport::slot_gate`].
+pub type SlotGate = std::sync::Arc<tokio::sync::RwLock<()>>;
 
 type Outcomes = std::sync::Arc<Mutex<HashMap<Signature, Result<(), TransactionError>>>>;
 type InBank = std::sync::Arc<Mutex<std::collections::HashSet<Signature>>>;
@@ -104,7 +143,7 @@ impl BankTransport {
     /// system account at genesis. Panics when the SBF binary is not built (tests); commands
     /// use [`BankTransport::try_start_at`].
     pub async fn start(funded: &[(Pubkey, u64)]) -> BankTransport {
-        BankTransport::start_at(funded, curta_program::id()).await
+        BankTransport::start_at(funded, curta_interface::id()).await
     }
 
     /// [`BankTransport::start`] with the program loaded at `program_id`.
@@ -116,7 +155,7 @@ impl BankTransport {
 
     /// Starts a bank running the program's SBF binary ([`ProgramSo::find`]) at its default id.
     pub async fn try_start(funded: &[(Pubkey, u64)]) -> Result<BankTransport, Error> {
-        BankTransport::try_start_at(funded, curta_program::id()).await
+        BankTransport::try_start_at(funded, curta_interface::id()).await
     }
 
     /// Starts a bank running the program's SBF binary at `program_id`; each
@@ -147,6 +186,7 @@ impl BankTransport {
             finished: Default::default(),
             executing: Default::default(),
             in_bank: InBank::default(),
+            slot_gate: SlotGate::default(),
             issued: Mutex::default(),
             program: so.describe(),
             outcomes: Outcomes::default(),
@@ -161,6 +201,12 @@ impl BankTransport {
 
     pub fn banks_client(&self) -> BanksClient {
         self.client.clone()
+    }
+
+    /// The gate a transaction sent to [`Self::banks_client`] directly holds (shared) while it
+    /// executes, so that [`Transport::pass_slot`] never freezes the bank under it.
+    pub fn slot_gate(&self) -> SlotGate {
+        self.slot_gate.clone()
     }
 
     /// Waits until every transaction handed to the bank has finished executing (tests read
@@ -377,10 +423,12 @@ impl Transport for BankTransport {
                 let executing = self.executing.clone();
                 let outcomes = self.outcomes.clone();
                 let in_bank = self.in_bank.clone();
+                let gate = self.slot_gate.clone();
                 executing.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 in_bank.lock().unwrap().insert(transaction.signatures[0]);
                 // The engine reads the outcome from the statuses, answered from this call.
                 tokio::spawn(async move {
+                    let _executing = gate.read_owned().await;
                     let signature = transaction.signatures[0];
                     let mut context = tarpc::context::current();
                     context.deadline = std::time::SystemTime::now() + PROCESS_DEADLINE;
@@ -465,21 +513,16 @@ impl Transport for BankTransport {
     }
 
     async fn pass_slot(&self, slot: u64) -> Result<(), Error> {
-        // The bank stays in its slot until it is moved: to the next slot, which records the
-        // frozen one's hash in SlotHashes.
-        let now = self
-            .client
-            .get_slot_with_context(tarpc::context::current(), CommitmentLevel::Processed)
-            .await
-            .map_err(bank_error)?;
-        if now > slot {
+        // Nothing may execute while the sysvars change.
+        let _alone = self.slot_gate.write().await;
+        let (clock, hashes) = next_slot_sysvars(&self.client).await?;
+        if clock.slot > slot + 1 {
             return Ok(());
         }
-        self.context
-            .lock()
-            .unwrap()
-            .warp_to_slot(now + 1)
-            .map_err(|e| bank_error(format!("{e:?}")))
+        let context = self.context.lock().unwrap();
+        context.set_sysvar(&hashes);
+        context.set_sysvar(&clock);
+        Ok(())
     }
 
     async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {

@@ -6,7 +6,7 @@ mod bank;
 pub mod program_so;
 mod rpc;
 
-pub use bank::BankTransport;
+pub use bank::{next_slot_sysvars, BankTransport};
 pub use program_so::{program_hash, ProgramSo};
 pub use rpc::RpcTransport;
 

@@ -67,9 +67,9 @@ fn refused_as_malformed(err: &ClientError) -> bool {
 }
 
 impl RpcTransport {
-    /// A transport to the Curta program at its default id (`curta_program::id()`).
+    /// A transport to the Curta program at its default id (`curta_interface::id()`).
     pub fn new(url: &str, commitment: CommitmentConfig) -> RpcTransport {
-        RpcTransport::with_program_id(url, commitment, curta_program::id())
+        RpcTransport::with_program_id(url, commitment, curta_interface::id())
     }
 
     /// A transport to the Curta program deployed at `program_id`.

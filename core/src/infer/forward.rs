@@ -48,8 +48,9 @@ impl Scratch {
 /// The input vector of a matrix stage with Σ x. Off chain it is held as 16-bit halves,
 /// x = hi × 2^16 + lo with lo in [−2^15, 2^15), so that the sum of stored bytes times x is
 /// 2^16 Σ b × hi + Σ b × lo, both sums in 32-bit lanes the compiler vectorizes; the program
-/// widens each value to 64 bits once, so that each multiply-accumulate is a byte load, a word
-/// load, a multiply and an add. Both give the same exact integer.
+/// widens each value to 64 bits once, so that each multiply-accumulate is a byte load, a
+/// multiply and an add, each value loaded once for three rows ([`rows_into`]). Both give the
+/// same exact integer.
 pub struct Input<'a> {
     sum: i64,
     #[cfg(not(target_os = "solana"))]
@@ -108,8 +109,9 @@ impl<'a> Input<'a> {
         halves_dot(weights, hi, lo)
     }
 
-    /// Eight columns per turn of the loop, at fixed offsets: about 4.4 instructions per
-    /// multiply-accumulate in SBF.
+    /// One row, eight columns per turn of the loop, at fixed offsets (about 4.6 instructions
+    /// per multiply-accumulate in SBF): [`Input::row_product`]'s; the program's stages take
+    /// [`rows_into`] and its kernels instead.
     #[cfg(target_os = "solana")]
     #[inline]
     fn stored_dot(&self, weights: &[u8]) -> i64 {
@@ -357,6 +359,7 @@ pub fn stored_dot_plain(weights: &[u8], x: &[u8]) -> i64 {
 }
 
 /// Rows `rows` of matrix `m` times `input`; each result is handed to `out(row, value)`.
+#[cfg(not(target_os = "solana"))]
 #[inline]
 pub fn matrix_rows(
     m: &Rows,
@@ -393,6 +396,115 @@ pub fn matrix_rows(
         for r in rows {
             let (scale, weights) = m.row(r);
             out(r, input.row_product(scale, weights));
+        }
+    }
+}
+
+/// What [`write_rows`] does with row r's product v, at word r of its output.
+#[derive(Clone, Copy)]
+pub enum Write<'t> {
+    /// out = v.
+    Set,
+    /// out = out + v, saturated (the residual of the output and down projections).
+    Add,
+    /// out = SiLU(out) × v by the SiLU table (the hidden stage: out holds the gate's product).
+    Gate(&'t [u8]),
+}
+
+/// Rows `rows` of matrix `m` times `input`, each product v of row r written to word r of `out`
+/// as `write` says.
+#[inline]
+pub fn write_rows(
+    m: &Rows,
+    rows: core::ops::Range<usize>,
+    input: &Input,
+    out: &mut [u8],
+    write: Write,
+) {
+    #[cfg(target_os = "solana")]
+    rows_into(&mut RowsInto {
+        rows: *m,
+        start: rows.start,
+        end: rows.end,
+        input,
+        out: &mut out[4 * rows.start..],
+        write,
+    });
+    #[cfg(not(target_os = "solana"))]
+    matrix_rows(m, rows, input, |i, v| match write {
+        Write::Set => set(out, i, v),
+        Write::Add => set(out, i, saturate(get(out, i) as i64 + v as i64)),
+        Write::Gate(table) => set(out, i, gated(table, get(out, i), v)),
+    });
+}
+
+/// The program's matrix stage: rows `start..end` of `rows` against `input`, written as `write`
+/// says at `out` (a word per row, 4-byte aligned). Three rows a turn (`kernels::sbf::dot3`, each
+/// input value loaded once for the three), in a function of its own so that the stage around
+/// it keeps no values in the registers the kernel takes; its arguments in one struct (SBF
+/// passes five registers).
+#[cfg(target_os = "solana")]
+pub struct RowsInto<'a> {
+    pub rows: Rows<'a>,
+    pub start: usize,
+    pub end: usize,
+    pub input: &'a Input<'a>,
+    pub out: &'a mut [u8],
+    pub write: Write<'a>,
+}
+
+/// Runs a [`RowsInto`]. Panics (as slicing would) when a row or the output is out of bounds.
+#[cfg(target_os = "solana")]
+#[inline(never)]
+pub fn rows_into(job: &mut RowsInto) {
+    let (m, input) = (&job.rows, job.input);
+    let n = input.wide.len();
+    let (start, end) = (job.start, job.end.max(job.start));
+    let stride = m.row_bytes;
+    // Rows::holds, without its checked multiplication (a 128-bit product on SBF).
+    assert!(m.columns == n && crate::ROW_WEIGHTS_OFFSET + n <= stride);
+    assert!(end <= m.bytes.len() / stride && job.out.len() >= 4 * (end - start));
+    let bias = WEIGHT_BIAS as i64 * input.sum;
+    let finish = |dot: i64, scale: u32| saturate(mul_q24(dot - bias, scale));
+    let write = job.write;
+    let emit = |o: *mut u8, v: i32| {
+        // SAFETY: o is a word of `out` (the assert above); state words are 4-byte aligned.
+        unsafe {
+            let o = o as *mut i32;
+            match write {
+                Write::Set => o.write(v),
+                Write::Add => o.write(saturate(o.read() as i64 + v as i64)),
+                Write::Gate(table) => o.write(gated(table, o.read(), v)),
+            }
+        }
+    };
+    // SAFETY: rows start..end lie in the matrix's bytes (`holds`), each a 4-byte scale at
+    // the row's start (8-byte aligned) and n weights from byte ROW_WEIGHTS_OFFSET; the input
+    // has n values.
+    unsafe {
+        let mut row = m.bytes.as_ptr().add(start * stride);
+        let mut o = job.out.as_mut_ptr();
+        let x = input.wide.as_ptr();
+        let mut left = end - start;
+        let w = crate::ROW_WEIGHTS_OFFSET;
+        while left >= 3 {
+            let (a, b, c) = (row, row.add(stride), row.add(2 * stride));
+            let (da, db, dc) = super::kernels::sbf::dot3(a.add(w), b.add(w), c.add(w), x, n);
+            emit(o, finish(da, (a as *const u32).read()));
+            emit(o.add(4), finish(db, (b as *const u32).read()));
+            emit(o.add(8), finish(dc, (c as *const u32).read()));
+            row = row.add(3 * stride);
+            o = o.add(12);
+            left -= 3;
+        }
+        if left == 2 {
+            let b = row.add(stride);
+            let (da, db) = super::kernels::sbf::dot2(row.add(w), b.add(w), x, n);
+            emit(o, finish(da, (row as *const u32).read()));
+            emit(o.add(4), finish(db, (b as *const u32).read()));
+        } else if left == 1 {
+            let da = super::kernels::sbf::dot1(row.add(w), x, n);
+            emit(o, finish(da, (row as *const u32).read()));
         }
     }
 }

@@ -77,9 +77,18 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
         // Scores: q · k, rounded to 16 fractional bits, times header byte 68, saturated.
         let mut max = i32::MIN as i64;
         let mut key = h.keys.as_ptr().add(h.offset);
+        // On SBF, Σ q_j over the groups of four for kernels::sbf::dot_i32 (which sums
+        // q × (k − 2^31)).
+        #[cfg(target_os = "solana")]
+        let q_sum = query[..whole].iter().sum::<i64>();
         for t in 0..n {
             let mut dot = 0i64;
             let mut j = 0;
+            #[cfg(target_os = "solana")]
+            if whole != 0 {
+                dot = super::kernels::sbf::dot_i32(qp, key, whole, q_sum);
+                j = whole;
+            }
             while j < whole {
                 dot += *qp.add(j) * load(key.add(4 * j))
                     + *qp.add(j + 1) * load(key.add(4 * j + 4))
@@ -113,9 +122,14 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
         // scratch keeps the exponentials, which the state holds.
         let mut weights = [0u32; MAX_CONTEXT as usize];
         let weights = weights.as_mut_ptr();
+        let mut weight_sum = 0u64;
         for t in 0..n {
-            *weights.add(t) = ((load(att.add(4 * t)) as u32 as u64 * reciprocal) >> 32) as u32;
+            let w = (load(att.add(4 * t)) as u32 as u64 * reciprocal) >> 32;
+            *weights.add(t) = w as u32;
+            weight_sum += w;
         }
+        #[cfg(not(target_os = "solana"))]
+        let _ = weight_sum;
 
         // Σ_t weight × value, four outputs at a time, rounded from 30 fractional bits.
         let mut sum = 0i64;
@@ -129,16 +143,28 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
         let last = weights.add(n) as *const u32;
         let mut j = 0;
         while j < whole {
+            #[cfg(target_os = "solana")]
+            let [a0, a1, a2, a3] = super::kernels::sbf::weighted4(
+                values.add(4 * j),
+                row_len,
+                weights as *const u32,
+                last,
+                weight_sum,
+            );
+            #[cfg(not(target_os = "solana"))]
             let (mut a0, mut a1, mut a2, mut a3) = (0i64, 0i64, 0i64, 0i64);
-            let (mut value, mut weight) = (values.add(4 * j), weights as *const u32);
-            while weight != last {
-                let w = *weight as i64;
-                a0 += w * load(value);
-                a1 += w * load(value.add(4));
-                a2 += w * load(value.add(8));
-                a3 += w * load(value.add(12));
-                value = value.add(row_len);
-                weight = weight.add(1);
+            #[cfg(not(target_os = "solana"))]
+            {
+                let (mut value, mut weight) = (values.add(4 * j), weights as *const u32);
+                while weight != last {
+                    let w = *weight as i64;
+                    a0 += w * load(value);
+                    a1 += w * load(value.add(4));
+                    a2 += w * load(value.add(8));
+                    a3 += w * load(value.add(12));
+                    value = value.add(row_len);
+                    weight = weight.add(1);
+                }
             }
             emit(j, a0);
             emit(j + 1, a1);

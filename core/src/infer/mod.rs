@@ -8,6 +8,7 @@ pub mod fixed;
 pub mod forward;
 #[cfg(any(target_os = "solana", test))]
 mod head;
+mod kernels;
 mod model;
 mod run;
 pub mod sample;

@@ -4,10 +4,13 @@
 //! and an advance does whole items only, so any split of the work into advances gives the same
 //! state bytes and the same tokens as one advance.
 
-use super::fixed::saturate;
-use super::forward::{attention_head, embed, gated, matrix_rows, rmsnorm, rotary, Input, Scratch};
+#[cfg(not(target_os = "solana"))]
+use super::forward::gated;
+use super::forward::{attention_head, embed, rmsnorm, rotary, write_rows, Input, Scratch, Write};
 use super::sample::{argmax, sample, Settings, MAX_TEMPERATURE, ONE};
-use super::state::{field, get, get_u32, set, word, Mode, StateLayout, Status, STATE_TAG};
+#[cfg(not(target_os = "solana"))]
+use super::state::set;
+use super::state::{field, get, get_u32, word, Mode, StateLayout, Status, STATE_TAG};
 use super::tokenizer::{BOS, EOS};
 use super::{Model, RunError};
 use crate::le::{put_u32, put_u64, u32_at, u64_at};
@@ -537,7 +540,7 @@ impl<'s> Run<'s> {
             Stage::Query(layer) => {
                 let m = matrix(layer, MatrixKind::Query)?;
                 let input = Input::new(r.xb, xb_sum, scratch);
-                matrix_rows(&m, rows, &input, |i, v| set(r.q, i, v));
+                write_rows(&m, rows, &input, r.q, Write::Set);
             }
             Stage::Key(layer) | Stage::Value(layer) => {
                 let (kind, cache) = match stage {
@@ -547,7 +550,7 @@ impl<'s> Run<'s> {
                 let m = matrix(layer, kind)?;
                 let input = Input::new(r.xb, xb_sum, scratch);
                 let out = &mut cache[at_pos(layer)];
-                matrix_rows(&m, rows, &input, |i, v| set(out, i, v));
+                write_rows(&m, rows, &input, out, Write::Set);
             }
             Stage::Rotary(layer) => rotary(r.q, &mut r.keys[at_pos(layer)], meta, pos),
             Stage::Attention(layer) => {
@@ -583,10 +586,7 @@ impl<'s> Run<'s> {
                         Input::new(r.hb, hb_sum, scratch),
                     ),
                 };
-                let x = r.x;
-                matrix_rows(&m, rows, &input, |i, v| {
-                    set(x, i, saturate(get(x, i) as i64 + v as i64))
-                });
+                write_rows(&m, rows, &input, r.x, Write::Add);
             }
             Stage::Hidden(layer) => {
                 let gate = matrix(layer, MatrixKind::FeedForwardGate)?;
@@ -594,7 +594,19 @@ impl<'s> Run<'s> {
                 let table = meta.block_bytes(Block::Silu);
                 let input = Input::new(r.xb, xb_sum, scratch);
                 let mut sum = if first { 0 } else { hb_sum };
+                // The program: the gate's rows, then the up rows over them (three rows a turn
+                // in each), then the sum.
+                #[cfg(target_os = "solana")]
+                {
+                    write_rows(&gate, rows.clone(), &input, r.hb, Write::Set);
+                    write_rows(&up, rows.clone(), &input, r.hb, Write::Gate(table));
+                    for i in rows {
+                        sum += get(r.hb, i) as i64;
+                    }
+                }
+                #[cfg(not(target_os = "solana"))]
                 let checked = gate.holds(&rows) && up.holds(&rows);
+                #[cfg(not(target_os = "solana"))]
                 for i in rows {
                     // SAFETY: row_unchecked only for rows of the range both matrices hold.
                     let ((gs, gw), (us, uw)) = match checked {
@@ -616,7 +628,7 @@ impl<'s> Run<'s> {
             Stage::Classifier => {
                 let m = model.rows(1)?;
                 let input = Input::new(r.xb, xb_sum, scratch);
-                matrix_rows(&m, rows, &input, |i, v| set(r.logits, i, v));
+                write_rows(&m, rows, &input, r.logits, Write::Set);
             }
             Stage::Sample => {
                 let mut chosen = argmax(r.logits);

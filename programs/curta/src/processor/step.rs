@@ -129,8 +129,10 @@ fn draw(
     runner_seed: u64,
     start_slot: u64,
 ) -> ProgramResult {
-    let hashes = slot_hashes.try_borrow_data()?;
-    let hash = match find_slot_hash(&hashes, start_slot) {
+    // SAFETY: read-only; the sysvar's address was checked, so it is neither the run (borrowed
+    // mutably) nor any other account this instruction writes.
+    let hashes = unsafe { slot_hashes.borrow_data_unchecked() };
+    let hash = match find_slot_hash(hashes, start_slot) {
         SlotHashLookup::Found(hash) => hash,
         SlotHashLookup::NotYet => return Err(CurtaError::SeedNotReady.into()),
         SlotHashLookup::Gone => return Err(CurtaError::SeedExpired.into()),

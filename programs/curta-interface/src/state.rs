@@ -746,36 +746,6 @@ mod host {
         }
     }
 
-    /// A consumer's check before it relies on a sealed model: the account at `address` is
-    /// owned by the program (`WrongOwner`), is a model (`NotAModel`), is Sealed (`WrongState`,
-    /// or the state rule's error) and `address` is the PDA of the expected authority and
-    /// weights hash (`ModelAddressMismatch`). The address is what binds a model to (authority,
-    /// hash): anyone can publish and seal the same artifact under their own authority, and
-    /// such a model is Sealed with the same hash and config, at another address.
-    pub fn trusted_sealed_model(
-        program_id: &Pubkey,
-        address: &Pubkey,
-        owner: &Pubkey,
-        data: &[u8],
-        authority: &Pubkey,
-        weights_hash: &[u8; 32],
-    ) -> Result<Model, CurtaError> {
-        if owner != program_id {
-            return Err(CurtaError::WrongOwner);
-        }
-        let model = Model::unpack(data).map_err(|_| CurtaError::NotAModel)?;
-        if model.state != ModelState::Sealed {
-            return Err(CurtaError::WrongState);
-        }
-        if *address != model_address(program_id, authority, weights_hash).0
-            || model.authority != *authority
-            || model.weights_hash != *weights_hash
-        {
-            return Err(CurtaError::ModelAddressMismatch);
-        }
-        Ok(model)
-    }
-
     /// The model PDA and its bump: seeds [b"model", authority, weights hash].
     pub fn model_address(
         program_id: &Pubkey,

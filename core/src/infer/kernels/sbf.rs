@@ -1,0 +1,474 @@
+//! The program's row kernels (SBF): one, two or three rows of a matrix against the widened
+//! input, each input value loaded once for the rows of a turn. LLVM's BPF backend spills when
+//! it holds three rows' pointers and sums in a loop (SBF has ten registers, and three rows
+//! take all ten: three sums, three row pointers, the input pointer, its end, the input value
+//! and a product), so the loops are written in the backend's assembly: per column a word load
+//! of the input, then per row a byte load, a multiply and an add (three rows: 10 instructions
+//! for 3 multiply-accumulates); per 32 columns one add per pointer and the branch (three rows:
+//! 3.385 instructions per multiply-accumulate, two rows 3.56, one row 4.09). The sums are exact
+//! in i64 (|Σ| ≤ 2,048 × 255 × 2^27 < 2^47), so they are the integers of every other path
+//! whatever the order of the additions.
+
+use core::arch::asm;
+
+/// One column `k` (the input value at byte 8k) of one row.
+macro_rules! column1 {
+    ($k:literal, $k8:literal) => {
+        concat!(
+            "{x} = *(u64 *)({xp} + ",
+            $k8,
+            ")\n",
+            "{t} = *(u8 *)({pa} + ",
+            $k,
+            ")\n",
+            "{t} *= {x}\n",
+            "{sa} += {t}\n",
+        )
+    };
+}
+
+/// One column `k` (the input value at byte 8k) of two rows.
+macro_rules! column2 {
+    ($k:literal, $k8:literal) => {
+        concat!(
+            "{x} = *(u64 *)({xp} + ",
+            $k8,
+            ")\n",
+            "{t} = *(u8 *)({pa} + ",
+            $k,
+            ")\n",
+            "{t} *= {x}\n",
+            "{sa} += {t}\n",
+            "{t} = *(u8 *)({pb} + ",
+            $k,
+            ")\n",
+            "{t} *= {x}\n",
+            "{sb} += {t}\n",
+        )
+    };
+}
+
+/// One column `k` (the input value at byte 8k) of three rows.
+macro_rules! column3 {
+    ($k:literal, $k8:literal) => {
+        concat!(
+            "{x} = *(u64 *)({xp} + ",
+            $k8,
+            ")\n",
+            "{t} = *(u8 *)({pa} + ",
+            $k,
+            ")\n",
+            "{t} *= {x}\n",
+            "{sa} += {t}\n",
+            "{t} = *(u8 *)({pb} + ",
+            $k,
+            ")\n",
+            "{t} *= {x}\n",
+            "{sb} += {t}\n",
+            "{t} = *(u8 *)({pc} + ",
+            $k,
+            ")\n",
+            "{t} *= {x}\n",
+            "{sc} += {t}\n",
+        )
+    };
+}
+
+/// Σ_k a_k × x_k over `n` columns: one row's stored bytes against the widened input `x`.
+///
+/// # Safety
+/// Each row readable for `n` bytes, `x` for `n` values (8-byte aligned).
+#[inline(always)]
+pub unsafe fn dot1(a: *const u8, x: *const i64, n: usize) -> i64 {
+    let mut sa = 0i64;
+    let (mut pa, mut xp) = (a, x);
+    let wide = n & !31;
+    if wide != 0 {
+        // 32 columns a turn.
+        let end = x.add(wide);
+        asm!(
+            "2:",
+            column1!(0, 0),
+            column1!(1, 8),
+            column1!(2, 16),
+            column1!(3, 24),
+            column1!(4, 32),
+            column1!(5, 40),
+            column1!(6, 48),
+            column1!(7, 56),
+            column1!(8, 64),
+            column1!(9, 72),
+            column1!(10, 80),
+            column1!(11, 88),
+            column1!(12, 96),
+            column1!(13, 104),
+            column1!(14, 112),
+            column1!(15, 120),
+            column1!(16, 128),
+            column1!(17, 136),
+            column1!(18, 144),
+            column1!(19, 152),
+            column1!(20, 160),
+            column1!(21, 168),
+            column1!(22, 176),
+            column1!(23, 184),
+            column1!(24, 192),
+            column1!(25, 200),
+            column1!(26, 208),
+            column1!(27, 216),
+            column1!(28, 224),
+            column1!(29, 232),
+            column1!(30, 240),
+            column1!(31, 248),
+            "{pa} += 32",
+            "{xp} += 256",
+            "if {xp} != {end} goto 2b",
+            sa = inout(reg) sa,
+            pa = inout(reg) pa,
+            xp = inout(reg) xp,
+            end = in(reg) end,
+            x = out(reg) _,
+            t = out(reg) _,
+            options(nostack, readonly),
+        );
+    }
+    let narrow = n & !3;
+    if narrow != wide {
+        // Four columns a turn (a row of 172 columns: 5 × 32 + 3 × 4).
+        let end = x.add(narrow);
+        asm!(
+            "2:",
+            column1!(0, 0),
+            column1!(1, 8),
+            column1!(2, 16),
+            column1!(3, 24),
+            "{pa} += 4",
+            "{xp} += 32",
+            "if {xp} != {end} goto 2b",
+            sa = inout(reg) sa,
+            pa = inout(reg) pa,
+            xp = inout(reg) xp,
+            end = in(reg) end,
+            x = out(reg) _,
+            t = out(reg) _,
+            options(nostack, readonly),
+        );
+    }
+    // The columns past a multiple of four, one at a time.
+    for k in 0..n - narrow {
+        let v = *xp.add(k);
+        sa += *pa.add(k) as i64 * v;
+    }
+    sa
+}
+
+/// Σ_k a_k × x_k, Σ_k b_k × x_k over `n` columns: two rows' stored bytes against the widened input `x`.
+///
+/// # Safety
+/// Each row readable for `n` bytes, `x` for `n` values (8-byte aligned).
+#[inline(always)]
+pub unsafe fn dot2(a: *const u8, b: *const u8, x: *const i64, n: usize) -> (i64, i64) {
+    let (mut sa, mut sb) = (0i64, 0i64);
+    let (mut pa, mut pb, mut xp) = (a, b, x);
+    let wide = n & !31;
+    if wide != 0 {
+        // 32 columns a turn.
+        let end = x.add(wide);
+        asm!(
+            "2:",
+            column2!(0, 0),
+            column2!(1, 8),
+            column2!(2, 16),
+            column2!(3, 24),
+            column2!(4, 32),
+            column2!(5, 40),
+            column2!(6, 48),
+            column2!(7, 56),
+            column2!(8, 64),
+            column2!(9, 72),
+            column2!(10, 80),
+            column2!(11, 88),
+            column2!(12, 96),
+            column2!(13, 104),
+            column2!(14, 112),
+            column2!(15, 120),
+            column2!(16, 128),
+            column2!(17, 136),
+            column2!(18, 144),
+            column2!(19, 152),
+            column2!(20, 160),
+            column2!(21, 168),
+            column2!(22, 176),
+            column2!(23, 184),
+            column2!(24, 192),
+            column2!(25, 200),
+            column2!(26, 208),
+            column2!(27, 216),
+            column2!(28, 224),
+            column2!(29, 232),
+            column2!(30, 240),
+            column2!(31, 248),
+            "{pa} += 32",
+            "{pb} += 32",
+            "{xp} += 256",
+            "if {xp} != {end} goto 2b",
+            sa = inout(reg) sa,
+            sb = inout(reg) sb,
+            pa = inout(reg) pa,
+            pb = inout(reg) pb,
+            xp = inout(reg) xp,
+            end = in(reg) end,
+            x = out(reg) _,
+            t = out(reg) _,
+            options(nostack, readonly),
+        );
+    }
+    let narrow = n & !3;
+    if narrow != wide {
+        // Four columns a turn (a row of 172 columns: 5 × 32 + 3 × 4).
+        let end = x.add(narrow);
+        asm!(
+            "2:",
+            column2!(0, 0),
+            column2!(1, 8),
+            column2!(2, 16),
+            column2!(3, 24),
+            "{pa} += 4",
+            "{pb} += 4",
+            "{xp} += 32",
+            "if {xp} != {end} goto 2b",
+            sa = inout(reg) sa,
+            sb = inout(reg) sb,
+            pa = inout(reg) pa,
+            pb = inout(reg) pb,
+            xp = inout(reg) xp,
+            end = in(reg) end,
+            x = out(reg) _,
+            t = out(reg) _,
+            options(nostack, readonly),
+        );
+    }
+    // The columns past a multiple of four, one at a time.
+    for k in 0..n - narrow {
+        let v = *xp.add(k);
+        sa += *pa.add(k) as i64 * v;
+        sb += *pb.add(k) as i64 * v;
+    }
+    (sa, sb)
+}
+
+/// Σ_k a_k × x_k, Σ_k b_k × x_k, Σ_k c_k × x_k over `n` columns: three rows' stored bytes against the widened input `x`.
+///
+/// # Safety
+/// Each row readable for `n` bytes, `x` for `n` values (8-byte aligned).
+#[inline(always)]
+pub unsafe fn dot3(
+    a: *const u8,
+    b: *const u8,
+    c: *const u8,
+    x: *const i64,
+    n: usize,
+) -> (i64, i64, i64) {
+    let (mut sa, mut sb, mut sc) = (0i64, 0i64, 0i64);
+    let (mut pa, mut pb, mut pc, mut xp) = (a, b, c, x);
+    let wide = n & !31;
+    if wide != 0 {
+        // 32 columns a turn.
+        let end = x.add(wide);
+        asm!(
+            "2:",
+            column3!(0, 0),
+            column3!(1, 8),
+            column3!(2, 16),
+            column3!(3, 24),
+            column3!(4, 32),
+            column3!(5, 40),
+            column3!(6, 48),
+            column3!(7, 56),
+            column3!(8, 64),
+            column3!(9, 72),
+            column3!(10, 80),
+            column3!(11, 88),
+            column3!(12, 96),
+            column3!(13, 104),
+            column3!(14, 112),
+            column3!(15, 120),
+            column3!(16, 128),
+            column3!(17, 136),
+            column3!(18, 144),
+            column3!(19, 152),
+            column3!(20, 160),
+            column3!(21, 168),
+            column3!(22, 176),
+            column3!(23, 184),
+            column3!(24, 192),
+            column3!(25, 200),
+            column3!(26, 208),
+            column3!(27, 216),
+            column3!(28, 224),
+            column3!(29, 232),
+            column3!(30, 240),
+            column3!(31, 248),
+            "{pa} += 32",
+            "{pb} += 32",
+            "{pc} += 32",
+            "{xp} += 256",
+            "if {xp} != {end} goto 2b",
+            sa = inout(reg) sa,
+            sb = inout(reg) sb,
+            sc = inout(reg) sc,
+            pa = inout(reg) pa,
+            pb = inout(reg) pb,
+            pc = inout(reg) pc,
+            xp = inout(reg) xp,
+            end = in(reg) end,
+            x = out(reg) _,
+            t = out(reg) _,
+            options(nostack, readonly),
+        );
+    }
+    let narrow = n & !3;
+    if narrow != wide {
+        // Four columns a turn (a row of 172 columns: 5 × 32 + 3 × 4).
+        let end = x.add(narrow);
+        asm!(
+            "2:",
+            column3!(0, 0),
+            column3!(1, 8),
+            column3!(2, 16),
+            column3!(3, 24),
+            "{pa} += 4",
+            "{pb} += 4",
+            "{pc} += 4",
+            "{xp} += 32",
+            "if {xp} != {end} goto 2b",
+            sa = inout(reg) sa,
+            sb = inout(reg) sb,
+            sc = inout(reg) sc,
+            pa = inout(reg) pa,
+            pb = inout(reg) pb,
+            pc = inout(reg) pc,
+            xp = inout(reg) xp,
+            end = in(reg) end,
+            x = out(reg) _,
+            t = out(reg) _,
+            options(nostack, readonly),
+        );
+    }
+    // The columns past a multiple of four, one at a time.
+    for k in 0..n - narrow {
+        let v = *xp.add(k);
+        sa += *pa.add(k) as i64 * v;
+        sb += *pb.add(k) as i64 * v;
+        sc += *pc.add(k) as i64 * v;
+    }
+    (sa, sb, sc)
+}
+
+/// Σ_t w_t × v_t,j for four outputs j of an attention head: `values` the first output's value
+/// at the first cached position (rows `row_len` bytes apart), `weights` to `last` the softmax
+/// weights, `weight_sum` their sum. SBF loads an i32 zero-extended, and sign-extending it takes
+/// two shifts; instead each value's bits are XORed with the sign-extended immediate
+/// 0xFFFF_FFFF_8000_0000, which gives v − 2^31 as an i64 for every i32 v, and 2^31 × Σ w is added
+/// back at the end: Σ w × (v − 2^31) + 2^31 × Σ w = Σ w × v, exact (every step is mod 2^64 and
+/// the result, at most 2^30 × 2^27 in magnitude, fits). Per position 20 instructions for 4
+/// multiply-accumulates, in the ten registers (LLVM kept the loop's stride and a sum on the
+/// stack: 35).
+///
+/// # Safety
+/// `weights..last` readable u32s (at least one); for each of them a row with 16 readable bytes
+/// at `values` + t × `row_len`, 4-byte aligned.
+#[inline(always)]
+pub unsafe fn weighted4(
+    values: *const u8,
+    row_len: usize,
+    weights: *const u32,
+    last: *const u32,
+    weight_sum: u64,
+) -> [i64; 4] {
+    let (mut a0, mut a1, mut a2, mut a3) = (0i64, 0i64, 0i64, 0i64);
+    asm!(
+        "2:",
+        "{w} = *(u32 *)({weight} + 0)",
+            "{t} = *(u32 *)({value} + 0)",
+            "{t} ^= -2147483648",
+            "{t} *= {w}",
+            "{a0} += {t}",
+            "{t} = *(u32 *)({value} + 4)",
+            "{t} ^= -2147483648",
+            "{t} *= {w}",
+            "{a1} += {t}",
+            "{t} = *(u32 *)({value} + 8)",
+            "{t} ^= -2147483648",
+            "{t} *= {w}",
+            "{a2} += {t}",
+            "{t} = *(u32 *)({value} + 12)",
+            "{t} ^= -2147483648",
+            "{t} *= {w}",
+            "{a3} += {t}",
+        "{value} += {row_len}",
+        "{weight} += 4",
+        "if {weight} != {last} goto 2b",
+        a0 = inout(reg) a0,
+        a1 = inout(reg) a1,
+        a2 = inout(reg) a2,
+        a3 = inout(reg) a3,
+        value = inout(reg) values => _,
+        weight = inout(reg) weights => _,
+        row_len = in(reg) row_len,
+        last = in(reg) last,
+        w = out(reg) _,
+        t = out(reg) _,
+        options(nostack, readonly),
+    );
+    let back = (weight_sum << 31) as i64;
+    [a0 + back, a1 + back, a2 + back, a3 + back]
+}
+
+/// Σ_j q_j × k_j over `n` values (a multiple of 4, at least 4) of an attention head: `q` the
+/// query widened to i64, `key` the cached key's i32 values, `q_sum` Σ q_j over the whole head
+/// (added back times 2^31, as in [`weighted4`]: each key as k − 2^31). Exact mod 2^64, and
+/// the dot fits an i64. Per four values 23 instructions (LLVM: 30, the keys sign-extended by
+/// two shifts each).
+///
+/// # Safety
+/// `q` readable for `n` values, `key` for `n` i32s (4-byte aligned); `n` a nonzero multiple
+/// of 4.
+#[inline(always)]
+pub unsafe fn dot_i32(q: *const i64, key: *const u8, n: usize, q_sum: i64) -> i64 {
+    let mut dot = 0i64;
+    asm!(
+        "2:",
+        "{q} = *(u64 *)({qp} + 0)",
+        "{k} = *(u32 *)({kp} + 0)",
+        "{k} ^= -2147483648",
+        "{k} *= {q}",
+        "{dot} += {k}",
+        "{q} = *(u64 *)({qp} + 8)",
+        "{k} = *(u32 *)({kp} + 4)",
+        "{k} ^= -2147483648",
+        "{k} *= {q}",
+        "{dot} += {k}",
+        "{q} = *(u64 *)({qp} + 16)",
+        "{k} = *(u32 *)({kp} + 8)",
+        "{k} ^= -2147483648",
+        "{k} *= {q}",
+        "{dot} += {k}",
+        "{q} = *(u64 *)({qp} + 24)",
+        "{k} = *(u32 *)({kp} + 12)",
+        "{k} ^= -2147483648",
+        "{k} *= {q}",
+        "{dot} += {k}",
+        "{qp} += 32",
+        "{kp} += 16",
+        "if {qp} != {end} goto 2b",
+        dot = inout(reg) dot,
+        qp = inout(reg) q => _,
+        kp = inout(reg) key => _,
+        end = in(reg) q.add(n),
+        q = out(reg) _,
+        k = out(reg) _,
+        options(nostack, readonly),
+    );
+    dot.wrapping_add(q_sum << 31)
+}

@@ -1,0 +1,314 @@
+//! The example consumer (programs/curta-consumer) in the VM beside the Curta program: a
+//! question records a run's answer when, and only when, curta-interface's `trusted_run` holds
+//! for the question's model, prompt and settings, a seed drawn from the chain, and the run bound
+//! to the question in the slot it started in. Every attack a consumer faces is refused with its
+//! code and leaves the question as it was.
+
+use crate::fixtures::rent_of;
+use crate::harness::{Bank, Published, PROGRAM};
+use crate::runs::{gqa_artifact, offline, read_run, sealed, with_limit};
+use crate::seed::{next_slot, start_instructions, step, PROMPT, SAMPLED, STEPS};
+use curta_consumer::instruction as cix;
+use curta_consumer::state::{field, QUESTION_LEN};
+use curta_core::infer::state::field as state_field;
+use curta_core::infer::Settings;
+use curta_program::instruction as ix;
+use curta_program::run::{SeedSource, MAX_STEP_BUDGET};
+use solana_instruction::error::InstructionError;
+use solana_instruction::Instruction;
+use solana_pubkey::Pubkey;
+use solana_sdk::account::Account;
+use solana_sdk::signature::{Keypair, Signer};
+use solana_sdk::transaction::TransactionError;
+use solana_system_interface::instruction as system_instruction;
+
+const CONSUMER: Pubkey = Pubkey::new_from_array(curta_consumer::ID);
+
+/// A bank with the Curta program and the consumer (target/deploy/curta_consumer.so, built by
+/// scripts/build-sbf).
+async fn bank() -> Bank {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/deploy/curta_consumer.so");
+    let so = curta_client::transport::ProgramSo::find_in(&[path]).unwrap_or_else(|e| {
+        panic!("{e} (scripts/build-sbf builds the consumer beside the program)")
+    });
+    Bank::start_with(|test| so.add_to(test, CONSUMER)).await
+}
+
+/// The consumer's code for an error: its own below 16, a distrusted run's from 16.
+fn code(c: u32) -> InstructionError {
+    InstructionError::Custom(c)
+}
+
+/// Asks a question of `model` with the run's prompt and settings; returns its account.
+async fn ask(bank: &mut Bank, model: &Pubkey, settings: Settings) -> Keypair {
+    let question = Keypair::new();
+    let asker = bank.mallory.insecure_clone();
+    let create = system_instruction::create_account(
+        &asker.pubkey(),
+        &question.pubkey(),
+        rent_of(QUESTION_LEN),
+        QUESTION_LEN as u64,
+        &CONSUMER,
+    );
+    let ask = cix::ask(
+        &CONSUMER,
+        &question.pubkey(),
+        &asker.pubkey(),
+        model,
+        settings.temperature,
+        settings.top_p,
+        &PROMPT,
+    );
+    bank.send(&[create, ask], &[&asker, &question])
+        .await
+        .unwrap();
+    question
+}
+
+/// Starts a run of `p` by mallory (nonce, settings, source) in the current slot.
+async fn start(
+    bank: &mut Bank,
+    p: &Published,
+    artifact: &[u8],
+    nonce: u32,
+    settings: Settings,
+    source: SeedSource,
+) -> Pubkey {
+    let runner = bank.mallory.insecure_clone();
+    let (run, instructions) =
+        start_instructions(p, artifact, &runner.pubkey(), nonce, settings, source);
+    bank.send(&with_limit(instructions), &[&runner])
+        .await
+        .unwrap();
+    run
+}
+
+fn bind(asker: &Pubkey, question: &Keypair, run: &Pubkey) -> Instruction {
+    cix::bind(&CONSUMER, &question.pubkey(), asker, run)
+}
+
+/// Steps a run to its end (a slot after its start, so that its seed is drawn).
+async fn finish(bank: &mut Bank, p: &Published, run: &Pubkey) {
+    next_slot(bank).await;
+    for ticket in 0.. {
+        let header = read_run(bank, run).await;
+        if curta_core::le::u32_at(&header.state, state_field::STATUS) != 0 {
+            return;
+        }
+        bank.send(&step(p, run, ticket), &[]).await.unwrap();
+    }
+}
+
+/// Sends `instructions` (signed by mallory where asked) and expects the consumer's `error` at
+/// instruction `index`, the question unchanged.
+async fn refused(
+    bank: &mut Bank,
+    question: &Pubkey,
+    instructions: &[Instruction],
+    index: u8,
+    error: InstructionError,
+) {
+    let before = bank.account(question).await;
+    let mallory = bank.mallory.insecure_clone();
+    let signers: Vec<&Keypair> = match instructions.iter().any(|i| {
+        i.accounts
+            .iter()
+            .any(|a| a.is_signer && a.pubkey == mallory.pubkey())
+    }) {
+        true => vec![&mallory],
+        false => vec![],
+    };
+    assert_eq!(
+        bank.send(instructions, &signers).await.unwrap_err(),
+        TransactionError::InstructionError(index, error)
+    );
+    assert_eq!(bank.account(question).await, before, "the question changed");
+}
+
+fn state(q: &Account) -> u8 {
+    q.data[field::STATE]
+}
+
+#[tokio::test]
+async fn the_consumer_records_a_trusted_run_and_refuses_every_attack() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = bank().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let other = sealed(&mut bank, &gqa_artifact()).await;
+    let m = bank.mallory.pubkey();
+
+    // Asked: the question holds its model, settings and prompt.
+    let q = ask(&mut bank, &p.model, SAMPLED).await;
+    let account = bank.account(&q.pubkey()).await.unwrap();
+    assert_eq!(state(&account), 1);
+    assert_eq!(
+        &account.data[field::MODEL..field::MODEL + 32],
+        p.model.as_ref()
+    );
+
+    // A run of another model, a runner-chosen seed, a greedy run: not bindable.
+    let wrong_model = start(
+        &mut bank,
+        &other,
+        &gqa_artifact(),
+        0,
+        SAMPLED,
+        SeedSource::Drawn,
+    )
+    .await;
+    refused(
+        &mut bank,
+        &q.pubkey(),
+        &[bind(&m, &q, &wrong_model)],
+        0,
+        code(16 + 3),
+    )
+    .await;
+    let chosen = start(&mut bank, &p, &artifact, 1, SAMPLED, SeedSource::Chosen).await;
+    refused(&mut bank, &q.pubkey(), &[bind(&m, &q, &chosen)], 0, code(7)).await;
+    // Other settings than the question's.
+    let hotter = Settings {
+        temperature: 65_536,
+        ..SAMPLED
+    };
+    let other_settings = start(&mut bank, &p, &artifact, 2, hotter, SeedSource::Drawn).await;
+    refused(
+        &mut bank,
+        &q.pubkey(),
+        &[bind(&m, &q, &other_settings)],
+        0,
+        code(16 + 6),
+    )
+    .await;
+
+    // A fake run: a genuine run's bytes in an account another program owns.
+    let genuine = start(&mut bank, &p, &artifact, 3, SAMPLED, SeedSource::Drawn).await;
+    let mut fake = bank.account(&genuine).await.unwrap();
+    fake.owner = Pubkey::new_unique();
+    let fake_address = Pubkey::new_unique();
+    bank.plant(&fake_address, fake);
+    refused(
+        &mut bank,
+        &q.pubkey(),
+        &[bind(&m, &q, &fake_address)],
+        0,
+        code(16),
+    )
+    .await;
+
+    // The genuine run, bound in its start slot; a stranger cannot bind (not the asker).
+    let stranger = Keypair::new();
+    let by_stranger = cix::bind(&CONSUMER, &q.pubkey(), &stranger.pubkey(), &genuine);
+    let before = bank.account(&q.pubkey()).await;
+    assert_eq!(
+        bank.send(&[by_stranger], &[&stranger]).await.unwrap_err(),
+        TransactionError::InstructionError(0, code(4))
+    );
+    assert_eq!(bank.account(&q.pubkey()).await, before);
+    let mallory = bank.mallory.insecure_clone();
+    bank.send(&[bind(&m, &q, &genuine)], &[&mallory])
+        .await
+        .unwrap();
+    let account = bank.account(&q.pubkey()).await.unwrap();
+    assert_eq!(state(&account), 2);
+    assert_eq!(&account.data[field::RUN..field::RUN + 32], genuine.as_ref());
+
+    // Unfinished: refused; a run not bound: refused.
+    let record = cix::record(&CONSUMER, &q.pubkey(), &genuine);
+    refused(
+        &mut bank,
+        &q.pubkey(),
+        std::slice::from_ref(&record),
+        0,
+        code(16 + 4),
+    )
+    .await;
+    let unbound = cix::record(&CONSUMER, &q.pubkey(), &chosen);
+    refused(&mut bank, &q.pubkey(), &[unbound], 0, code(8)).await;
+
+    // Finished: recorded, the answer is the run's tokens, which curta-core computes with the
+    // seed drawn from the start slot's hash.
+    finish(&mut bank, &p, &genuine).await;
+    let header = read_run(&mut bank, &genuine).await;
+    let off = offline(
+        &artifact,
+        &PROMPT,
+        STEPS,
+        Settings {
+            seed: header.seed,
+            ..SAMPLED
+        },
+        MAX_STEP_BUDGET,
+    );
+    bank.send(std::slice::from_ref(&record), &[]).await.unwrap();
+    let account = bank.account(&q.pubkey()).await.unwrap();
+    assert_eq!(state(&account), 3);
+    let answer_len = curta_core::le::u32_at(&account.data, field::ANSWER_LEN) as usize;
+    let answer: Vec<u32> = (0..answer_len)
+        .map(|i| curta_core::le::u32_at(&account.data, field::ANSWER + 4 * i))
+        .collect();
+    assert_eq!(answer, off.tokens);
+    // Recorded once.
+    refused(&mut bank, &q.pubkey(), &[record], 0, code(3)).await;
+}
+
+#[tokio::test]
+async fn a_run_bound_late_or_created_again_at_its_address_is_refused() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = bank().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let mallory = bank.mallory.insecure_clone();
+    let m = mallory.pubkey();
+
+    // Bound a slot after the run started: its start slot's hash, hence its seed, is known.
+    let q = ask(&mut bank, &p.model, SAMPLED).await;
+    let late = start(&mut bank, &p, &artifact, 0, SAMPLED, SeedSource::Drawn).await;
+    next_slot(&mut bank).await;
+    refused(&mut bank, &q.pubkey(), &[bind(&m, &q, &late)], 0, code(6)).await;
+
+    // Bound in its start slot, then closed by its runner and created again at the same
+    // address in a later slot (a seed the runner may have liked better): refused at Record.
+    let q = ask(&mut bank, &p.model, SAMPLED).await;
+    let run = start(&mut bank, &p, &artifact, 1, SAMPLED, SeedSource::Drawn).await;
+    bank.send(&[bind(&m, &q, &run)], &[&mallory]).await.unwrap();
+    let bound_slot = read_run(&mut bank, &run).await.start_slot;
+    bank.send(
+        &[ix::close_run(&PROGRAM, &run, &mallory.pubkey())],
+        &[&mallory],
+    )
+    .await
+    .unwrap();
+    next_slot(&mut bank).await;
+    let again = start(&mut bank, &p, &artifact, 1, SAMPLED, SeedSource::Drawn).await;
+    assert_eq!(again, run);
+    finish(&mut bank, &p, &again).await;
+    assert_ne!(read_run(&mut bank, &again).await.start_slot, bound_slot);
+    let record = cix::record(&CONSUMER, &q.pubkey(), &again);
+    refused(&mut bank, &q.pubkey(), &[record], 0, code(16 + 9)).await;
+
+    // A question needs a sampled run: temperature 0 is refused at Ask.
+    let question = Keypair::new();
+    let create = system_instruction::create_account(
+        &mallory.pubkey(),
+        &question.pubkey(),
+        rent_of(QUESTION_LEN),
+        QUESTION_LEN as u64,
+        &CONSUMER,
+    );
+    let greedy = cix::ask(
+        &CONSUMER,
+        &question.pubkey(),
+        &mallory.pubkey(),
+        &p.model,
+        0,
+        65_536,
+        &PROMPT,
+    );
+    assert_eq!(
+        bank.send(&[create, greedy], &[&mallory, &question])
+            .await
+            .unwrap_err(),
+        TransactionError::InstructionError(1, code(5))
+    );
+}
