@@ -2,7 +2,7 @@
 // Writes idl/curta.json, the Codama IDL of the Curta program (docs/idl.md): every instruction,
 // the model, weight and run accounts, the model PDA and every error. The layouts are written out
 // here by hand from docs/program.md; the errors' codes, names and messages are read from the
-// program's error enum (CurtaError). tests/idl.rs checks the result against the Rust crate
+// program's error enum (CurtaError, in curta-interface). tests/idl.rs checks the result against the interface crate
 // (instruction bytes, account field offsets, error codes and messages), sdk/test/idl.test.ts
 // against the SDK's builders and decoders.
 //
@@ -344,7 +344,7 @@ const pdas = [
 
 /** The errors of the program's CurtaError enum: `#[error("message")] Name = code,`. */
 function errors() {
-  const candidates = ['interface/src/error.rs', 'programs/curta-interface/src/error.rs', 'programs/interface/src/error.rs', 'programs/curta/src/error.rs']
+  const candidates = ['programs/curta-interface/src/error.rs']
   const path = candidates.map((p) => join(root, p)).find((p) => existsSync(p) && /enum CurtaError/.test(readFileSync(p, 'utf8')))
   if (!path) throw new Error(`no CurtaError enum in ${candidates.join(', ')}`)
   const source = readFileSync(path, 'utf8')

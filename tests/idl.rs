@@ -1,15 +1,15 @@
-//! The Codama IDL (idl/curta.json) against the program crate: a small encoder driven by the
-//! IDL's type nodes encodes every instruction from sample arguments, and the bytes must equal
-//! the crate's builders'; the instruction accounts (order, writable, signer) must equal the
+//! The Codama IDL (idl/curta.json) against the interface crate (curta-interface, which the
+//! program and the client use): a small encoder driven by the IDL's type nodes encodes every
+//! instruction from sample arguments, and the bytes must equal the crate's builders'; the instruction accounts (order, writable, signer) must equal the
 //! builders' account metas; every account field's offset and size must equal the crate's layout
 //! constants (`model_field`, `weight_field`, `run_field`) and the header lengths; the errors must
 //! be `CurtaError::ALL` (code, name, message); the model PDA's seeds must give `model_address`.
 //! A layout changed in Rust without the IDL fails here (docs/idl.md).
 
-use curta_program::error::CurtaError;
-use curta_program::instruction::{self as ix, OwnedPrompt};
-use curta_program::run::{self, run_field, SeedSource};
-use curta_program::state::{self, model_field, weight_field};
+use curta_interface::error::CurtaError;
+use curta_interface::instruction::{self as ix, OwnedPrompt};
+use curta_interface::run::{self, run_field, SeedSource};
+use curta_interface::state::{self, model_field, weight_field};
 use serde_json::{json, Value};
 use solana_instruction::{AccountMeta, Instruction};
 use solana_pubkey::Pubkey;
@@ -284,7 +284,7 @@ fn check(
     remaining: usize,
     keys: &[(&str, Pubkey)],
 ) {
-    assert_eq!(built.program_id, curta_program::id());
+    assert_eq!(built.program_id, curta_interface::id());
     assert_eq!(
         idl_data(program, name, &args),
         built.data,
@@ -314,7 +314,10 @@ fn check(
 #[test]
 fn the_program_id_is_the_crates() {
     let idl = idl();
-    assert_eq!(program(&idl)["publicKey"], curta_program::id().to_string());
+    assert_eq!(
+        program(&idl)["publicKey"],
+        curta_interface::id().to_string()
+    );
     assert_eq!(program(&idl)["name"], "curta");
 }
 
@@ -349,7 +352,7 @@ fn every_instruction_encodes_as_the_crates_builders() {
             "{name}'s tag"
         );
     }
-    let program_id = curta_program::id();
+    let program_id = curta_interface::id();
     let (authority, weight, model, run_key, runner, dest) =
         (key(1), key(2), key(3), key(4), key(5), key(6));
     let hash: [u8; 32] = core::array::from_fn(|i| 0xa0 ^ i as u8);
@@ -497,7 +500,7 @@ fn slot_hashes() -> Pubkey {
 
 /// StartRun with each seed source and both prompt kinds.
 fn start_runs(p: &Value, run_key: Pubkey, runner: Pubkey, model: Pubkey, section_zero: Pubkey) {
-    let program_id = curta_program::id();
+    let program_id = curta_interface::id();
     let cases = [
         // (temperature, top-p, seed, seed source, prompt)
         (
@@ -780,7 +783,7 @@ fn the_model_pda_seeds_give_the_crates_address() {
         )
         .collect();
     let refs: Vec<&[u8]> = seeds.iter().map(Vec::as_slice).collect();
-    let program_id = curta_program::id();
+    let program_id = curta_interface::id();
     assert_eq!(
         Pubkey::find_program_address(&refs, &program_id),
         state::model_address(&program_id, &authority, &hash)

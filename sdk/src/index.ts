@@ -73,4 +73,4 @@ export {
   closeRun,
   watchRun,
 } from './runs.js'
-export type { RunAccount, RunStatus, RunTrust, RunRpc, RunUpdate, SendOptions, StartRunOptions, StepRunOptions } from './runs.js'
+export type { RunAccount, RunRule, RunStatus, RunTrust, RunRpc, RunUpdate, SendOptions, StartRunOptions, StepRunOptions } from './runs.js'

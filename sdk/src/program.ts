@@ -3,7 +3,7 @@
  * per instruction, returning a @solana/kit `Instruction` (with the signer in its account meta
  * when a `TransactionSigner` is passed, so `signTransactionMessageWithSigners` signs it), and the
  * program's error codes. Each builder's bytes and accounts are checked against the IDL by
- * test/idl.test.ts, and the IDL against the program crate by tests/idl.rs.
+ * test/idl.test.ts, and the IDL against the interface crate by tests/idl.rs.
  */
 
 import { type AccountMeta, AccountRole, type Address, type Instruction, type TransactionSigner, address as toAddress, getAddressEncoder } from '@solana/kit'

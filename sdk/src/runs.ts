@@ -218,7 +218,10 @@ export function decodeRunAccount(data: Uint8Array, address?: string): RunAccount
   const statusCode = u32(s + STATE_FIELD.status)
   const status = STATUSES[statusCode]
   if (status === undefined) throw bad(`state status (byte ${s + STATE_FIELD.status})`, '0, 1 or 2', `${statusCode}`)
-  if (promptLength + generated > config.contextLength + 1 || STATE_HEADER_LEN + 4 * (config.contextLength + 1) > stateLen)
+  const validConfig = CONFIG_FIELDS.every((k) => config[k] > 0) && config.dim % config.heads === 0 && config.heads % config.kvHeads === 0
+  if (!validConfig || stateLength(config) !== stateLen)
+    throw bad('state length (byte 92)', validConfig ? `the state length of its configuration, ${stateLength(config)}` : 'the state of a valid configuration', `${stateLen}`)
+  if (promptLength + generated > config.contextLength + 1)
     throw bad('state token counts', `prompt + generated within the context ${config.contextLength}`, `${promptLength} + ${generated}`)
   const ids = (from: number, n: number) => Array.from({ length: n }, (_, i) => u32(s + STATE_HEADER_LEN + 4 * (from + i)))
   const textAt = RUN_HEADER_LEN + stateLen
@@ -316,20 +319,39 @@ export async function fetchRun(rpc: ReadRpc, run: Address, programId: Address = 
 export interface RunTrust {
   /** Every check holds. */
   trusted: boolean
+  /** Each check, in order, with what was found: `owner`, `layout`, `address`, `expected model`, `finished`, `prompt`, `settings`, `seed`, `start slot`, `model owner`, `model sealed`, `model address`. */
   checks: { name: string; ok: boolean; detail: string }[]
   run?: RunAccount
   model?: ModelAccount
 }
 
+/** What a consumer requires of a run, beside its model (`curta_interface::trust::RunRule`). */
+export interface RunRule {
+  programId?: Address
+  /** The model the run must be of (the PDA of the expected authority and weights hash). */
+  expectedModel?: Address
+  /** The prompt's token ids. */
+  prompt?: readonly number[]
+  /** Temperature and top-p, 16 fractional bits. */
+  settings?: { temperature: number; topP: number }
+  /** Which seed sources are accepted: `any` (the default), `notChosen` (drawn, or greedy), `drawn`. */
+  seed?: 'any' | 'notChosen' | 'drawn'
+  /** The slot the run must have started in (a run closed and created again at its address has another). */
+  startSlot?: bigint
+}
+
 /**
- * Whether a run can be trusted for its model: the account is owned by the program and is a run
- * (magic, version, lengths), it sits at the run address of its runner, model and nonce, it has
- * finished (status 1 or 2), and its model is owned by the program, Sealed and at the PDA of its
- * authority and declared hash (and, given `expectedModel`, is that model). A consumer acting on
- * the run in a transaction re-checks it there: a run can be closed and re-created at its address.
+ * Whether a run can be trusted, the rule of docs/program.md, "Trusting a run" (the interface
+ * crate's `trusted_run`), off chain: the account is owned by the program and is a run (magic,
+ * version, lengths, state tag, a state length that is its configuration's), it sits at the run
+ * address of its runner, model and nonce, it is of the expected model (when given), it has
+ * finished (status 1 or 2), it has the rule's prompt, settings, seed source and start slot where
+ * the rule names them; and its model account is owned by the program, Sealed and at the PDA of its
+ * authority and declared hash. A consumer acting on the run in a transaction re-checks it there:
+ * a run can be closed and re-created at its address.
  */
-export async function runTrust(rpc: ReadRpc, run: Address, options: { programId?: Address; expectedModel?: Address } = {}): Promise<RunTrust> {
-  const programId = options.programId ?? CURTA_PROGRAM_ID
+export async function runTrust(rpc: ReadRpc, run: Address, rule: RunRule = {}): Promise<RunTrust> {
+  const programId = rule.programId ?? CURTA_PROGRAM_ID
   const checks: RunTrust['checks'] = []
   const check = (name: string, ok: boolean, detail: string) => (checks.push({ name, ok, detail }), ok)
   const account = await readAccount(rpc, run)
@@ -337,37 +359,50 @@ export async function runTrust(rpc: ReadRpc, run: Address, options: { programId?
   if (!check('exists', account !== null, account === null ? 'no account at this address' : 'the account exists')) return result()
   if (!check('owner', account!.owner === programId, `owned by ${account!.owner}${account!.owner === programId ? ', the program' : `, not the program ${programId}`}`))
     return result()
-  let decoded: RunAccount
+  let r: RunAccount
   try {
-    decoded = decodeRunAccount(account!.data, run)
-    check('layout', true, `a run account, layout version ${decoded.version}`)
+    r = decodeRunAccount(account!.data, run)
+    check('layout', true, `a run account, layout version ${r.version}`)
   } catch (e) {
     check('layout', false, e instanceof Error ? e.message : String(e))
     return result()
   }
-  const expectedAddress = await runAddress(programId, decoded.runner, decoded.model, decoded.nonce)
+  const expectedAddress = await runAddress(programId, r.runner, r.model, r.nonce)
   check('address', expectedAddress === run, expectedAddress === run ? 'the run address of its runner, model and nonce' : `the run address of its runner, model and nonce is ${expectedAddress}`)
-  check('finished', decoded.finished, `status ${decoded.state.statusCode} (${decoded.state.status})`)
-  if (options.expectedModel !== undefined)
-    check('expected model', decoded.model === options.expectedModel, `the run's model is ${decoded.model}, expected ${options.expectedModel}`)
-  const modelAccount = await readAccount(rpc, decoded.model)
+  if (rule.expectedModel !== undefined)
+    check('expected model', r.model === rule.expectedModel, `the run's model is ${r.model}${r.model === rule.expectedModel ? '' : `, expected ${rule.expectedModel}`}`)
+  check('finished', r.finished, `status ${r.state.statusCode} (${r.state.status})`)
+  if (rule.prompt !== undefined)
+    check('prompt', r.promptTokens.join() === rule.prompt.join(), `prompt ids ${r.promptTokens.join(' ')}${r.promptTokens.join() === rule.prompt.join() ? '' : `, expected ${rule.prompt.join(' ')}`}`)
+  if (rule.settings !== undefined) {
+    const ok = r.temperature === rule.settings.temperature && r.topP === rule.settings.topP
+    check('settings', ok, `temperature ${r.temperature}, top-p ${r.topP}${ok ? '' : `, expected ${rule.settings.temperature} and ${rule.settings.topP}`}`)
+  }
+  const seedRule = rule.seed ?? 'any'
+  if (seedRule !== 'any') {
+    const ok = seedRule === 'drawn' ? r.seedSource === 'drawn' : r.seedSource !== 'chosen'
+    check('seed', ok, `seed source ${r.seedSource}${ok ? '' : seedRule === 'drawn' ? ', expected drawn from the chain' : ', expected one nobody chose (drawn, or none)'}`)
+  }
+  if (rule.startSlot !== undefined)
+    check('start slot', r.startSlot === rule.startSlot, `started in slot ${r.startSlot}${r.startSlot === rule.startSlot ? '' : `, expected ${rule.startSlot}`}`)
+  const modelAccount = await readAccount(rpc, r.model)
   if (!check('model owner', modelAccount !== null && modelAccount.owner === programId, modelAccount === null ? 'no model account' : `model owned by ${modelAccount.owner}`))
-    return result({ run: decoded })
+    return result({ run: r })
   let model: ModelAccount
   try {
-    model = await fetchModel(rpc, decoded.model, programId)
+    model = await fetchModel(rpc, r.model, programId)
   } catch (e) {
     check('model', false, e instanceof Error ? e.message : String(e))
-    return result({ run: decoded })
+    return result({ run: r })
   }
   check('model sealed', model.state === 'Sealed', `the model is ${model.state}`)
   const pda = await modelAddress(programId, model.authority, model.weightsHash)
   check(
     'model address',
-    pda.address === decoded.model && pda.bump === model.bump,
-    pda.address === decoded.model ? 'the PDA of its authority and declared hash' : `the PDA of its authority and hash is ${pda.address}`,
+    pda.address === r.model && pda.bump === model.bump,
+    pda.address === r.model ? 'the PDA of its authority and declared hash' : `the PDA of its authority and hash is ${pda.address}`,
   )
-  return result({ run: decoded, model })
+  return result({ run: r, model })
 }
 
 const COMPUTE_BUDGET = toAddress('ComputeBudget111111111111111111111111111111')

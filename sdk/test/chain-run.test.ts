@@ -134,6 +134,14 @@ test('a greedy run with a text prompt, through the SDK: the tokens and text of c
   updates.forEach((u, i) => i > 0 && assert.ok(u.text.startsWith(updates[i - 1]!.text)))
   assert.equal(updates.at(-1)!.text, cli.text)
   assert.equal(updates.at(-1)!.run.finished, true)
+  // The consumer's rule, by parts: a greedy run has no seed anybody chose, and none drawn.
+  const failing = async (rule: Parameters<typeof runTrust>[2]) =>
+    (await runTrust(rpc, started.run, rule)).checks.filter((c) => !c.ok).map((c) => c.name)
+  assert.deepEqual(await failing({ expectedModel: address(info.model), prompt: cli.prompt_tokens, settings: { temperature: 0, topP: 58_982 }, seed: 'notChosen', startSlot: started.account.startSlot }), [])
+  assert.deepEqual(await failing({ seed: 'drawn' }), ['seed'])
+  assert.deepEqual(await failing({ prompt: [1] }), ['prompt'])
+  assert.deepEqual(await failing({ settings: { temperature: 65_536, topP: 58_982 } }), ['settings'])
+  assert.deepEqual(await failing({ expectedModel: runner.address }), ['expected model'])
   console.log(`greedy: ${ended.generatedTokens.length} tokens in ${ended.stepsLanded} steps, ${updates.length} updates: ${JSON.stringify(cli.text)}`)
   await closeAndCount(started.run, before)
 })
@@ -161,6 +169,12 @@ test('a sampled run with a seed the runner chose: the tokens and text of client 
   assert.deepEqual(ended.generatedTokens, cli.tokens)
   assert.equal(new TextDecoder().decode(ended.text), cli.text)
   assert.deepEqual(ended.generatedTokens, wasm.tokens)
+  // A runner-chosen seed fails a rule that wants a seed nobody chose.
+  const chosenTrust = await runTrust(rpc, started.run, { seed: 'notChosen' })
+  assert.deepEqual(
+    chosenTrust.checks.filter((c) => !c.ok).map((c) => c.name),
+    ['seed'],
+  )
   const again = await fetchRun(rpc, started.run)
   assert.deepEqual(again.generatedTokens, ended.generatedTokens)
   await closeAndCount(started.run, before)
@@ -213,7 +227,13 @@ test('a sampled run whose seed is drawn from the chain: the seed in force is SHA
   assert.deepEqual(ended.generatedTokens, wasm.tokens)
   const replay = await fromRun(started.run)
   assert.equal(replay.agrees, true, JSON.stringify(replay))
-  const trust = await runTrust(rpc, started.run, { expectedModel: address(info.model) })
-  assert.equal(trust.trusted, true)
+  const rule = { expectedModel: address(info.model), prompt: [1], settings: { temperature: 52_429, topP: 58_982 }, seed: 'drawn' as const, startSlot }
+  assert.equal((await runTrust(rpc, started.run, rule)).trusted, true)
+  // Pinned to another start slot (a run closed and created again at its address has one): refused.
+  const elsewhere = await runTrust(rpc, started.run, { ...rule, startSlot: startSlot + 1n })
+  assert.deepEqual(
+    elsewhere.checks.filter((c) => !c.ok).map((c) => c.name),
+    ['start slot'],
+  )
   await closeAndCount(started.run, before)
 })

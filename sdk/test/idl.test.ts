@@ -1,5 +1,5 @@
 // The SDK's instruction builders, account decoders and errors against the Codama IDL
-// (idl/curta.json, itself checked against the program crate by tests/idl.rs): a small encoder
+// (idl/curta.json, itself checked against the interface crate by tests/idl.rs): a small encoder
 // driven by the IDL's type nodes writes every instruction from sample arguments and every
 // account from sample fields; the builders must produce the same bytes and accounts, the
 // decoders must read back the sample values.
