@@ -7,6 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { getNodeCodec } from '@codama/dynamic-codecs'
 import { join } from 'node:path'
 import { type Address, AccountRole, type Instruction, getAddressDecoder, getAddressEncoder } from '@solana/kit'
 import {
@@ -463,4 +464,47 @@ test('completeUtf8 stops before a character split over tokens', () => {
   assert.equal(completeUtf8(bytes.subarray(0, 4)), 'a€')
   assert.equal(completeUtf8(bytes.subarray(0, 7)), 'a€b')
   assert.equal(completeUtf8(bytes.subarray(0, 8)), 'a€b')
+})
+
+test("Codama's own codecs (@codama/dynamic-codecs) read the IDL: every builder's bytes, and a run account decoded to the SDK's values", () => {
+  const codec = (node: Node) => getNodeCodec([idl, program, node] as unknown as Parameters<typeof getNodeCodec>[0])
+  const instruction = (name: string) => named(program.instructions, name)
+  const b16 = (b: Uint8Array) => ['base16', Buffer.from(b).toString('hex')]
+  const encode = (name: string, values: Record<string, unknown>) =>
+    [...codec(instruction(name)).encode({ discriminator: instruction(name).arguments[0].defaultValue.number, ...values })]
+  const hash = Uint8Array.from({ length: 32 }, (_, i) => i * 3)
+  const bytes = Uint8Array.from({ length: 40 }, (_, i) => 255 - i)
+  const cases: [string, Record<string, unknown>, Instruction][] = [
+    ['createModel', { weightsHash: b16(hash), sectionLengths: [4096, 99] }, createModelInstruction({ authority, model, weightsHash: hash, sectionLengths: [4096, 99] })],
+    ['initWeightAccount', { section: 5 }, initWeightAccountInstruction({ model, weight, authority, section: 5 })],
+    ['write', { offset: 77, bytes: b16(bytes) }, writeInstruction({ weight, authority, offset: 77, bytes })],
+    ['seal', { pass: 2, chunk: 9, creation: 123_456_789n }, sealInstruction({ model, weight, pass: 2, chunk: 9, creation: 123_456_789n })],
+    ['reopen', {}, reopenInstruction({ model, authority, weights })],
+    ['close', {}, closeInstruction({ model, authority, destination, weights })],
+    [
+      'startRun',
+      { nonce: 3, steps: 40, temperature: 52_429, topP: 58_982, seed: 0xffee_ddcc_bbaa_9988n, seedSource: 1, prompt: { __kind: 'Text', fields: [b16(new TextEncoder().encode('Once'))] } },
+      startRunInstruction({ run, runner, model, sectionZero: weight, nonce: 3, steps: 40, temperature: 52_429, topP: 58_982, seed: 0xffee_ddcc_bbaa_9988n, seedSource: 'drawn', prompt: { text: 'Once' } }),
+    ],
+    ['step', { ticket: 11, budget: 1000 }, stepInstruction({ run, model, weights, ticket: 11, budget: 1000 })],
+    ['closeRun', { runSeeds: null }, closeRunInstruction({ run, runner })],
+    ['closeRun', { runSeeds: { model, nonce: 8 } }, closeRunInstruction({ run, runner, model, nonce: 8 })],
+  ]
+  for (const [name, values, built] of cases) assert.deepEqual(encode(name, values), [...built.data!], `${name}: Codama's codec`)
+
+  // A run account: Codama's account codec decodes what the IDL encoder wrote, field by field as decodeRunAccount does.
+  const config = { dim: 8, hiddenDim: 16, layers: 1, heads: 2, kvHeads: 1, vocabSize: 32, contextLength: 12 }
+  const stateLen = stateLength(config)
+  const body = new Uint8Array(stateLen + 128)
+  body.set(stateBuffer(config, stateLen, { prompt: [1], generated: [4], status: 1, position: 1, steps: 1 }))
+  const data = idlAccount('run', {
+    seedSource: 'chosen', nonce: 9, model, runner, stepsLanded: 3, textLength: 0, textCapacity: 128, stateLength: stateLen,
+    temperature: 1, topP: 2, runnerSeed: 77n, startSlot: 5n, seedSlot: 0n, seedInForce: 77n, slotHash: new Uint8Array(32), body,
+  })
+  const decoded = codec(named(program.accounts, 'run')).decode(data) as Record<string, unknown>
+  const ours = decodeRunAccount(data)
+  assert.equal(decoded.seedSource, SEED_SOURCES.indexOf(ours.seedSource))
+  for (const field of ['nonce', 'model', 'runner', 'stepsLanded', 'textLength', 'textCapacity', 'stateLength', 'temperature', 'topP'] as const)
+    assert.equal(decoded[field], ours[field], field)
+  for (const field of ['runnerSeed', 'startSlot', 'seedSlot', 'seedInForce'] as const) assert.equal(BigInt(decoded[field] as bigint), ours[field], field)
 })
