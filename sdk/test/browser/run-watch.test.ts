@@ -54,13 +54,19 @@ after(async () => {
   await node?.stop()
 })
 
-/** Opens the page with the node, the program and the run in its query, and presses Watch run. */
-async function watchInPage(run: string): Promise<void> {
+/**
+ * Opens the page with the node, the program and the run in its query (the page then watches the
+ * run at once), or with the node alone and the address typed and Watch run pressed.
+ */
+async function watchInPage(run: string, how: 'query' | 'typed' = 'query'): Promise<void> {
   const url = new URL(pathToFileURL(join(sdkDir, 'web', 'dist', 'index.html')).href)
-  url.search = new URLSearchParams({ rpc: proxy!.url, program: node!.info.programId, run }).toString()
+  url.search = new URLSearchParams({ rpc: proxy!.url, program: node!.info.programId, ...(how === 'query' ? { run } : {}) }).toString()
   await page.goto(url.href)
   await page.waitForSelector('body[data-ready="true"]')
-  await page.click('#watch-run')
+  if (how === 'typed') {
+    await page.fill('#run-address', run)
+    await page.click('#watch-run')
+  }
   await page.waitForSelector('#watch-info:not([hidden])', { timeout: 30_000 })
 }
 
@@ -115,7 +121,7 @@ test('the page shows a sampled run\'s runner-chosen seed and client run\'s text 
     seed,
   })
   await stepRun(rpc, { run: started.run, payer: stranger })
-  await watchInPage(started.run)
+  await watchInPage(started.run, 'typed')
   await page.waitForSelector('#watch-trust:not([data-trusted="unknown"])', { timeout: 30_000 })
   const cli = await clientRun(node!.info.artifact, ['--prompt-tokens', '1', '--steps', `${steps}`, '--temperature', '0.8', '--top-p', '0.9', '--seed', `${seed}`])
   assert.equal(await page.textContent('#watch-output'), cli.text)
@@ -153,7 +159,7 @@ test('the page shows a seed drawn from the chain: the seed, the slot and its has
   await closeRun(rpc, { run: started.run, runner })
 })
 
-test('the page shows a run whose seed is still to be drawn from the chain, does not trust it unfinished, and says when it is closed', { skip: skipChain }, async () => {
+test('the page shows a run whose seed is still to be drawn from the chain, does not trust it unfinished, says when it is closed, and refuses a malformed address', { skip: skipChain }, async () => {
   const seed = 0x1234_5678_9abc_def0n
   const started = await startRun(rpc, { runner, model: address(node!.info.model), steps: 8, prompt: { tokenIds: [1] }, temperature: 65_536, seed })
   assert.equal(started.account.seedSource, 'drawn')
@@ -174,4 +180,12 @@ test('the page shows a run whose seed is still to be drawn from the chain, does 
   await closeRun(rpc, { run: started.run, runner })
   await page.waitForSelector('#watch-error:not([hidden])', { timeout: 30_000 })
   assert.match((await page.textContent('#watch-error'))!, /no run account at this address/)
+  // A malformed address is refused before anything is asked of the node, in the page's words.
+  await page.fill('#run-address', '0x12')
+  await page.click('#watch-run')
+  assert.equal(
+    await page.textContent('#watch-error'),
+    'Run account address "0x12" has a character that base58 does not use ("0"): expected the run account\'s address, 32 to 44 base58 characters',
+  )
+  assert.equal(await attr('#run-address', 'aria-invalid'), 'true')
 })

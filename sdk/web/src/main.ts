@@ -622,4 +622,6 @@ $<HTMLInputElement>('program-id').value = params.get('program') ?? CURTA_PROGRAM
 $<HTMLInputElement>('model-address').value = params.get('model') ?? ''
 $<HTMLInputElement>('run-address').value = params.get('run') ?? ''
 compileEngine()
+// Given a node and a run (?rpc=...&run=...), the page watches the run at once.
+if (params.get('run') && params.get('rpc')) void watch()
 document.body.dataset.ready = 'true'
