@@ -6,8 +6,8 @@
 
 use crate::fixtures::rent_of;
 use crate::harness::{Bank, Published, PROGRAM};
-use crate::runs::{gqa_artifact, offline, read_run, sealed, with_limit};
-use crate::seed::{next_slot, start_instructions, step, PROMPT, SAMPLED, STEPS};
+use crate::runs::{gqa_artifact, offline, read_run, sealed};
+use crate::seed::{next_slot, step, PROMPT, SAMPLED, STEPS};
 use curta_consumer::instruction as cix;
 use curta_consumer::state::{field, QUESTION_LEN};
 use curta_core::infer::state::field as state_field;
@@ -75,13 +75,8 @@ async fn start(
     settings: Settings,
     source: SeedSource,
 ) -> Pubkey {
-    let runner = bank.mallory.insecure_clone();
-    let (run, instructions) =
-        start_instructions(p, artifact, &runner.pubkey(), nonce, settings, source);
-    bank.send(&with_limit(instructions), &[&runner])
-        .await
-        .unwrap();
-    run
+    let started = crate::seed::start(bank, p, artifact, nonce, settings, source);
+    started.await.unwrap().run
 }
 
 fn bind(asker: &Pubkey, question: &Keypair, run: &Pubkey) -> Instruction {

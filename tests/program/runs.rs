@@ -88,7 +88,7 @@ pub struct OnChain {
 }
 
 /// The runner creates the run account at its seed address and starts the run, in one
-/// transaction.
+/// transaction (a reproducible run: no seed for greedy, the runner's chosen otherwise).
 #[allow(clippy::too_many_arguments)]
 pub fn start_instructions(
     p: &Published,
@@ -97,6 +97,22 @@ pub fn start_instructions(
     nonce: u32,
     steps: u32,
     settings: &Settings,
+    prompt: OwnedPrompt,
+) -> (Pubkey, Vec<Instruction>) {
+    let source = SeedSource::reproducible(settings.temperature);
+    start_instructions_of(p, config, runner, nonce, steps, settings, source, prompt)
+}
+
+/// [`start_instructions`] with the seed's source.
+#[allow(clippy::too_many_arguments)]
+pub fn start_instructions_of(
+    p: &Published,
+    config: &curta_core::Config,
+    runner: &Pubkey,
+    nonce: u32,
+    steps: u32,
+    settings: &Settings,
+    source: SeedSource,
     prompt: OwnedPrompt,
 ) -> (Pubkey, Vec<Instruction>) {
     let run = run_address(&PROGRAM, runner, &p.model, nonce);
@@ -119,7 +135,7 @@ pub fn start_instructions(
         nonce,
         steps,
         settings,
-        SeedSource::reproducible(settings.temperature),
+        source,
         prompt,
     );
     (run, vec![create, start])

@@ -5,14 +5,15 @@
 //! The expected seeds are computed here from the documented preimage, byte by byte, with the
 //! `sha2` crate (not the program crate's `seed_preimage`).
 
-use crate::fixtures::rent_of;
 use crate::harness::{custom, Bank, Published, PROGRAM};
-use crate::runs::{config_of, offline, read_run, sealed, with_limit, OnChain};
+use crate::runs::{
+    config_of, offline, read_run, sealed, start_instructions_of, with_limit, OnChain,
+};
 use curta_core::infer::state::field;
 use curta_core::infer::Settings;
 use curta_program::error::CurtaError;
 use curta_program::instruction::{self as ix, OwnedPrompt};
-use curta_program::run::{run_address, run_len, run_seed, SeedSource, MAX_STEP_BUDGET};
+use curta_program::run::{SeedSource, MAX_STEP_BUDGET};
 use sha2::{Digest, Sha256};
 use solana_instruction::error::InstructionError;
 use solana_instruction::Instruction;
@@ -22,7 +23,6 @@ use solana_sdk::hash::Hash;
 use solana_sdk::signature::Signer;
 use solana_sdk::slot_hashes::SlotHashes;
 use solana_sdk::transaction::TransactionError;
-use solana_system_interface::instruction as system_instruction;
 
 pub const SAMPLED: Settings = Settings {
     temperature: 52_429,
@@ -58,7 +58,7 @@ pub async fn slot(bank: &mut Bank) -> u64 {
 }
 
 /// Creates the run account and starts a run of `source` (by mallory).
-async fn start(
+pub async fn start(
     bank: &mut Bank,
     p: &Published,
     artifact: &[u8],
@@ -81,30 +81,9 @@ pub fn start_instructions(
     settings: Settings,
     source: SeedSource,
 ) -> (Pubkey, Vec<Instruction>) {
-    let run = run_address(&PROGRAM, runner, &p.model, nonce);
-    let len = run_len(&config_of(artifact), STEPS) as usize;
-    let create = system_instruction::create_account_with_seed(
-        runner,
-        &run,
-        runner,
-        &run_seed(&p.model, nonce),
-        rent_of(len),
-        len as u64,
-        &PROGRAM,
-    );
-    let start = ix::start_run(
-        &PROGRAM,
-        &run,
-        runner,
-        &p.model,
-        &p.weights[0],
-        nonce,
-        STEPS,
-        &settings,
-        source,
-        OwnedPrompt::Tokens(PROMPT.to_vec()),
-    );
-    (run, vec![create, start])
+    let prompt = OwnedPrompt::Tokens(PROMPT.to_vec());
+    let config = config_of(artifact);
+    start_instructions_of(p, &config, runner, nonce, STEPS, &settings, source, prompt)
 }
 
 pub fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
