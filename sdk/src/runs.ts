@@ -585,14 +585,20 @@ export interface StepRunOptions extends SendOptions {
   budget?: number
   /** Stop after this many steps (default: until the run ends). */
   maxSteps?: number
-  /** Called after each step with the run as it then is. */
+  /**
+   * Steps in flight at once (default 1, at most 64). Steps are order-free: any number may be in
+   * flight and land in any order, and the run ends with the same bytes; a step that lands after
+   * the run ended is refused (`RunEnded`, its fee paid) and ignored here.
+   */
+  inFlight?: number
+  /** Called after each step that landed, with the run as it then is. */
   onStep?: (run: RunAccount, signature: Signature) => void
   signal?: AbortSignal
   programId?: Address
 }
 
 /**
- * Steps a run until it ends (or `maxSteps`), one step at a time, and returns it. A run whose
+ * Steps a run until it ends (or `maxSteps`), `inFlight` steps at a time, and returns it. A run whose
  * seed is drawn from the chain waits first until the cluster is past its start slot (a step in
  * the start slot itself is refused: its hash is not known yet).
  */
@@ -607,20 +613,43 @@ export async function stepRun(rpc: RunRpc, options: StepRunOptions): Promise<Run
     return w
   })
   if (run.seedSource === 'drawn' && run.seedSlot === 0n) await waitForSlot(rpc, run.startSlot + 1n, options)
+  const inFlight = options.inFlight ?? 1
+  if (!Number.isInteger(inFlight) || inFlight < 1 || inFlight > 64) throw new RangeError(`steps in flight are 1 to 64, not ${inFlight}`)
   let ticket = crypto.getRandomValues(new Uint32Array(1))[0]!
-  for (let n = 0; !run.finished && (options.maxSteps === undefined || n < options.maxSteps); n++) {
-    options.signal?.throwIfAborted()
+  let sent = 0
+  let failure: unknown
+  const pending = new Set<Promise<void>>()
+  const launch = () => {
     ticket = (ticket + 1) >>> 0
-    const signature = await sendInstructions(
+    sent++
+    const step: Promise<void> = sendInstructions(
       rpc,
       options.payer,
       [computeUnitLimitInstruction(1_250_000), stepInstruction({ programId, run: options.run, model: run.model, weights, ticket, budget })],
       options,
     )
-    run = await fetchRun(rpc, options.run, programId)
-    options.onStep?.(run, signature)
+      .then(async (signature) => {
+        run = await fetchRun(rpc, options.run, programId)
+        options.onStep?.(run, signature)
+      })
+      .catch((e: unknown) => {
+        // A step that lands after the run ended (another step of the window finished it).
+        if (!(e instanceof CurtaTransactionError && e.code === 'RunEnded')) failure ??= e
+      })
+      .finally(() => pending.delete(step))
+    pending.add(step)
   }
-  return run
+  for (;;) {
+    while (failure === undefined && !run.finished && pending.size < inFlight && (options.maxSteps === undefined || sent < options.maxSteps)) {
+      options.signal?.throwIfAborted()
+      launch()
+    }
+    if (pending.size === 0) break
+    await Promise.race(pending)
+  }
+  if (failure !== undefined) throw failure
+  // The run as it stands now (the window's reads may have resolved out of order).
+  return fetchRun(rpc, options.run, programId)
 }
 
 async function waitForSlot(rpc: RunRpc, slot: bigint, options: SendOptions & { signal?: AbortSignal }) {
