@@ -5,7 +5,8 @@
 //! Writes three artifacts into ARTIFACT_DIR: stories260K.curta (models/stories260K.bin and
 //! models/tok512.bin), gqa.curta (a grouped-query synthetic model, seed 7) and stories15M.curta
 //! (the stories15M-shaped synthetic checkpoint of seed 15 with models/tokenizer.bin, as
-//! scripts/bench-core makes it). With JSON_DIR, also writes one JSON file per artifact (the
+//! scripts/bench-core makes it), and kjv.curta (the demo's English model: models/kjv.bin and
+//! models/tok1024.bin, which the verifier page bundles). With JSON_DIR, also writes one JSON file per artifact (the
 //! configuration, block offsets, section table, matrix descriptors, sampled token entries and
 //! the weights hash, as the Rust reader reads them) and malformed.json: damaged copies of the
 //! stories260K and gqa artifacts with the error the Rust reader gives for each.
@@ -813,6 +814,9 @@ fn main() {
     for (name, bytes) in artifacts {
         write(&out.join(format!("{name}.curta")), bytes);
     }
+    // The demo's English model: the verifier page bundles it (sdk/scripts/build-browser.mjs).
+    let kjv = convert(&read(&m.join("kjv.bin")), &read(&m.join("tok1024.bin"))).expect("convert kjv");
+    write(&out.join("kjv.curta"), &kjv);
     let random = random_models(2026, 8, false, "random", 100);
     for m in &random {
         write(&out.join(format!("{}.curta", m.name)), &m.bytes);

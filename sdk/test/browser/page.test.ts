@@ -23,6 +23,9 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { artifactPath, golden, readArtifact, sdkDir } from '../support/files.js'
 import { chainFixture, startMockRpc, type MockRpc } from '../support/mock-rpc.js'
 import { native, type Native } from '../../bench/native.js'
+import { clientBin, clientRun } from '../support/chain-node.js'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const output = join(sdkDir, 'test', 'output')
@@ -390,6 +393,29 @@ test('a file dropped on the page is read like a picked one', async () => {
     () => document.getElementById('file-name')?.textContent === 'dropped.curta' && document.getElementById('weights-hash')?.dataset.state === 'done',
   )
   assert.equal(await page.textContent('#weights-hash'), golden('stories260K').weightsHash)
+})
+
+test('the bundled English model: one click loads kjv (the Rust core’s hash) and its greedy text is client run’s English', { skip: clientBin ? false : 'CURTA_CLIENT is not set (scripts/sdk-test sets it)' }, async () => {
+  const path = artifactPath('kjv')
+  const exec = promisify(execFile)
+  const hashed = JSON.parse((await exec(clientBin!, ['hash', path, '--output', 'json'])).stdout) as { weights_hash: string }
+  await page.fill('#prompt', '')
+  await page.click('#bundled')
+  await page.waitForSelector('#weights-hash[data-state="done"]', { timeout: 60_000 })
+  assert.equal(await page.textContent('#file-name'), 'kjv.curta')
+  assert.equal(await page.textContent('#weights-hash'), hashed.weights_hash)
+  // The prompt left empty takes the page's example, the bundled model's.
+  assert.equal(await page.inputValue('#prompt'), 'In the beginning God')
+  const cli = await clientRun(path, ['--prompt', 'In the beginning God', '--steps', '32', '--temperature', '0'])
+  await runInPage('In the beginning God', 32, '0')
+  assert.equal(await page.getAttribute('#run-output', 'data-state'), 'done', (await page.textContent('#run-error')) ?? '')
+  assert.deepEqual(await pageTokens(), cli.tokens)
+  assert.equal(await page.textContent('#run-output'), 'In the beginning God' + cli.text)
+  // English: most words of the text are words of the King James Bible's word list.
+  const words = cli.text.toLowerCase().match(/[a-z]+/g) ?? []
+  const known = new Set(readFileSync(join(sdkDir, '..', 'models', 'kjv-words.txt'), 'utf8').toLowerCase().split(/\s+/))
+  assert.ok(words.length >= 10 && words.filter((w) => known.has(w)).length >= 0.9 * words.length, cli.text)
+  await shot('bundled-model.png')
 })
 
 test('served over http: no console errors, no failed requests, no 404 (the icon is inline)', async () => {

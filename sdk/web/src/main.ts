@@ -36,6 +36,8 @@ import type { WorkerReply, WorkerRequest } from './worker.js'
 
 /** The worker's bundled source (scripts/build-browser.mjs defines it). */
 declare const __CURTA_WORKER__: string
+/** The demo's English model (kjv.curta), base64: inlined by scripts/build-browser.mjs. */
+declare const __CURTA_BUNDLED_MODEL__: string
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T
 const fmt = (n: number) => n.toLocaleString('en-US')
@@ -605,6 +607,12 @@ drop.addEventListener('drop', (e) => {
 $<HTMLInputElement>('file').addEventListener('change', (e) => {
   const file = (e.target as HTMLInputElement).files?.[0]
   if (file) void showArtifact(file)
+})
+$('bundled').addEventListener('click', () => {
+  const bytes = Uint8Array.from(atob(__CURTA_BUNDLED_MODEL__), (c) => c.charCodeAt(0))
+  const prompt = $<HTMLTextAreaElement>('prompt')
+  if (!prompt.value) prompt.value = prompt.placeholder
+  void showArtifact(new File([bytes], 'kjv.curta'))
 })
 $('chain-form').addEventListener('submit', (e) => {
   e.preventDefault()
