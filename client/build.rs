@@ -5,6 +5,9 @@
 //!
 //! Where it is looked for, first found wins: `$CARGO_TARGET_DIR/deploy/` (a relative
 //! CARGO_TARGET_DIR is taken from the workspace root), then the workspace's `target/deploy/`.
+//! `CURTA_EMBED_PROGRAM_SO=<path>` names the one file to embed instead, e.g.
+//! `target/deploy/curta_program_v3.so` (the SBPF v3 build; a relative path is taken from the
+//! workspace root): the client runs either version.
 //! A change to the found file (scripts/build-sbf again) rebuilds the client; while none is
 //! found, every build looks again.
 
@@ -19,7 +22,21 @@ fn main() {
         .expect("client/ is in the workspace")
         .to_path_buf();
     let mut candidates = Vec::new();
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+    println!("cargo:rerun-if-env-changed=CURTA_EMBED_PROGRAM_SO");
+    if let Some(path) = std::env::var_os("CURTA_EMBED_PROGRAM_SO") {
+        let path = PathBuf::from(path);
+        let path = if path.is_absolute() {
+            path
+        } else {
+            workspace.join(path)
+        };
+        assert!(
+            path.is_file(),
+            "CURTA_EMBED_PROGRAM_SO={} is not a file (scripts/build-sbf [--sbpf-v3] builds it)",
+            path.display()
+        );
+        candidates.push(path);
+    } else if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
         let dir = PathBuf::from(dir);
         let dir = if dir.is_absolute() {
             dir

@@ -44,6 +44,10 @@ mod compute_units;
 #[path = "program/elf.rs"]
 mod elf;
 
+// The binaries through the loader and verifier of a deployment: SBPF v0 and v3.
+#[path = "program/sbpf.rs"]
+mod sbpf;
+
 #[path = "program/review.rs"]
 mod review;
 

@@ -6,7 +6,7 @@
 //! ([`crate::transport::program_so::program_hash`]).
 
 use crate::artifact::hex;
-use crate::transport::{program_hash, ProgramSo, Transport};
+use crate::transport::{program_hash, program_so::sbpf_version, ProgramSo, Transport};
 use crate::Error;
 use solana_pubkey::Pubkey;
 
@@ -43,6 +43,9 @@ pub struct ProgramVerification {
     /// The deployed executable's length without trailing zeros, and its hash.
     pub deployed_len: usize,
     pub deployed_hash: [u8; 32],
+    /// The SBPF version in the deployed ELF's e_flags (0 or 3 for this program's builds;
+    /// None when the executable is no ELF). The hash compares the bytes either way.
+    pub deployed_sbpf_version: Option<u32>,
     /// The local binary ([`ProgramSo::describe`]), its length without trailing zeros and hash.
     pub local: String,
     pub local_len: usize,
@@ -68,11 +71,13 @@ impl ProgramVerification {
         }
         format!(
             "program:        {} ({account})\n\
-             deployed hash:  {} ({} bytes without trailing zeros)\n\
+             deployed hash:  {} ({}, {} bytes without trailing zeros)\n\
              local hash:     {} ({} bytes without trailing zeros; {})\n\
              result:         {}\n",
             self.program_id,
             hex(&self.deployed_hash),
+            self.deployed_sbpf_version
+                .map_or("not an ELF".to_string(), |v| format!("SBPF v{v}")),
             self.deployed_len,
             hex(&self.local_hash),
             self.local_len,
@@ -94,6 +99,7 @@ impl ProgramVerification {
             "upgrade_authority": self.upgrade_authority.map(|a| a.to_string()),
             "deployed_len": self.deployed_len,
             "deployed_hash": hex(&self.deployed_hash),
+            "deployed_sbpf_version": self.deployed_sbpf_version,
             "local": self.local,
             "local_len": self.local_len,
             "local_hash": hex(&self.local_hash),
@@ -233,6 +239,7 @@ pub async fn verify_program<T: Transport>(
         upgrade_authority: authority,
         deployed_len: trimmed_len(&elf),
         deployed_hash: program_hash(&elf),
+        deployed_sbpf_version: sbpf_version(&elf),
         local: local.describe(),
         local_len: trimmed_len(&local.bytes),
         local_hash: local.program_hash(),

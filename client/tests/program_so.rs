@@ -32,6 +32,12 @@ fn json_of(out: &str) -> serde_json::Value {
     serde_json::from_str(&out[out.find("{\n").expect(out)..]).unwrap()
 }
 
+/// The SBPF version an ELF declares: its header's e_flags (0 for `scripts/build-sbf`, 3 for
+/// `--sbpf-v3`; `CURTA_EMBED_PROGRAM_SO` may embed either).
+fn e_flags(elf: &[u8]) -> u32 {
+    u32::from_le_bytes(elf[48..52].try_into().unwrap())
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -65,7 +71,8 @@ fn demo_runs_the_embedded_program_from_another_directory_and_a_copied_binary() {
         assert_eq!(
             json["cluster"],
             format!(
-                "in-process bank, program SBF embedded in the client, built from {path} ({} bytes, sha256 {sum})",
+                "in-process bank, program SBF embedded in the client, built from {path} (SBPF v{}, {} bytes, sha256 {sum})",
+                e_flags(&bytes),
                 bytes.len()
             )
         );
@@ -98,8 +105,9 @@ fn curta_program_so_overrides_the_embedded_binary() {
     assert_eq!(
         json["cluster"],
         format!(
-            "in-process bank, program SBF {} ({} bytes, sha256 {sum})",
+            "in-process bank, program SBF {} (SBPF v{}, {} bytes, sha256 {sum})",
             so.canonicalize().unwrap().display(),
+            e_flags(&bytes),
             bytes.len()
         )
     );

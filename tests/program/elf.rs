@@ -24,6 +24,11 @@ const SYSCALLS: [&str; 12] = [
 #[test]
 fn the_binary_is_sbf_with_one_entrypoint_and_only_syscalls_undefined() {
     let so = curta_tests::program_so();
+    // e_flags: 0 for SBPF v0 (dynamic symbols and relocations), 3 for SBPF v3 (static
+    // syscalls, no dynamic section: checked by the_v3_binary_calls_only_syscalls).
+    if u32::from_le_bytes(so.bytes[48..52].try_into().unwrap()) == 3 {
+        return;
+    }
     let elf = object::File::parse(so.bytes.as_slice()).expect("the program binary is an ELF");
     assert_eq!(elf.format(), object::BinaryFormat::Elf);
     assert_eq!(
@@ -66,6 +71,56 @@ fn the_binary_is_sbf_with_one_entrypoint_and_only_syscalls_undefined() {
         );
     }
     assert!(undefined.contains(&"sol_sha256"), "{undefined:?}");
+}
+
+/// SBPF v3 (SIMD-0178, SIMD-0189): two program headers, read-only data at 0 and bytecode at
+/// 1 << 32, the entry inside the bytecode, no dynamic section; a syscall is `call` with
+/// source register 0 and the murmur3 hash of its name (`call` with source 1 is a relative call
+/// inside the program). Every hashed call names one of the syscalls the v0 binary imports.
+#[test]
+fn the_v3_binary_calls_only_syscalls() {
+    let so = curta_tests::program_so();
+    let elf = &so.bytes;
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap());
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
+    if u32_at(48) != 3 {
+        return; // v0: the test above
+    }
+    assert_eq!(u16_at(18), 247, "EM_BPF");
+    assert_eq!(u16_at(56), 2, "two program headers: rodata, bytecode");
+    let header = |i: usize| {
+        let o = 64 + 56 * i;
+        // p_flags, p_offset, p_vaddr, p_filesz
+        (u32_at(o + 4), u64_at(o + 8), u64_at(o + 16), u64_at(o + 32))
+    };
+    let (rodata_flags, _, rodata_vaddr, _) = header(0);
+    let (text_flags, text_offset, text_vaddr, text_size) = header(1);
+    assert_eq!((rodata_flags, rodata_vaddr), (4, 0), "PF_R at 0");
+    assert_eq!((text_flags, text_vaddr), (1, 1 << 32), "PF_X at 1 << 32");
+    let entry = u64_at(24);
+    assert!(entry >= text_vaddr && entry < text_vaddr + text_size && entry % 8 == 0);
+    let hashes: Vec<(u32, &str)> = SYSCALLS
+        .iter()
+        .map(|name| (solana_sbpf::ebpf::hash_symbol_name(name.as_bytes()), *name))
+        .collect();
+    let text = &elf[text_offset as usize..(text_offset + text_size) as usize];
+    let mut called = std::collections::BTreeSet::new();
+    let mut pc = 0;
+    while pc < text.len() {
+        let (opcode, src) = (text[pc], text[pc + 1] >> 4);
+        if opcode == 0x85 && src == 0 {
+            let imm = u32::from_le_bytes(text[pc + 4..pc + 8].try_into().unwrap());
+            let name = hashes
+                .iter()
+                .find(|(hash, _)| *hash == imm)
+                .unwrap_or_else(|| panic!("call of hash {imm:#x} at pc {} is no syscall", pc / 8))
+                .1;
+            called.insert(name);
+        }
+        pc += if opcode == 0x18 { 16 } else { 8 };
+    }
+    assert!(called.contains("sol_sha256"), "{called:?}");
 }
 
 #[tokio::test]

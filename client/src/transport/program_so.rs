@@ -18,6 +18,15 @@ pub fn program_hash(elf: &[u8]) -> [u8; 32] {
     Sha256::digest(&elf[..end]).into()
 }
 
+/// The SBPF version in an ELF's e_flags (bytes 48..52 of a 64-bit ELF header), or None when
+/// `elf` is no 64-bit ELF.
+pub fn sbpf_version(elf: &[u8]) -> Option<u32> {
+    if elf.len() < 64 || elf[..4] != *b"\x7fELF" || elf[4] != 2 {
+        return None;
+    }
+    Some(u32::from_le_bytes(elf[48..52].try_into().unwrap()))
+}
+
 /// The BPF loader (v2): the owner solana-program-test gives an ELF it loads.
 const BPF_LOADER: Pubkey = Pubkey::from_str_const("BPFLoader2111111111111111111111111111111111");
 
@@ -114,16 +123,26 @@ impl ProgramSo {
         program_hash(&self.bytes)
     }
 
-    /// "SBF <path> (<size> bytes, sha256 <hash>)", or "SBF embedded in the client, built from
-    /// <path> (...)", for reports.
+    /// The SBPF version the ELF declares in its header's e_flags (0 for `scripts/build-sbf`, 3
+    /// for `scripts/build-sbf --sbpf-v3`), or None when the bytes are no 64-bit ELF. Either runs
+    /// in the bank: its feature set enables v0 to v3 (docs/program.md).
+    pub fn sbpf_version(&self) -> Option<u32> {
+        sbpf_version(&self.bytes)
+    }
+
+    /// "SBF <path> (SBPF v<N>, <size> bytes, sha256 <hash>)", or "SBF embedded in the client,
+    /// built from <path> (...)", for reports.
     pub fn describe(&self) -> String {
         let from = if self.embedded {
             "embedded in the client, built from "
         } else {
             ""
         };
+        let version = self
+            .sbpf_version()
+            .map_or("not an ELF".to_string(), |v| format!("SBPF v{v}"));
         format!(
-            "SBF {from}{} ({} bytes, sha256 {})",
+            "SBF {from}{} ({version}, {} bytes, sha256 {})",
             self.path.display(),
             self.bytes.len(),
             self.sha256_hex()
