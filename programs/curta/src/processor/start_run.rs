@@ -15,8 +15,7 @@ use super::shared::{
 use crate::error::CurtaError;
 use crate::instruction::{InstructionData, Prompt};
 use crate::run::{
-    run_len, run_seed_bytes, sampling_fits, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN,
-    TEXT_PER_STEP,
+    run_len, run_seed_bytes, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN, TEXT_PER_STEP,
 };
 use crate::state::{
     all_zero, same_address, step_bytes, WeightFields, MAX_MODEL_BYTES, WEIGHT_HEADER_LEN,
@@ -117,12 +116,6 @@ fn start_run(
     // Greedy runs have no seed; a sampled run's seed is drawn or chosen, said so.
     if (settings.temperature == 0) != (source == SeedSource::None) {
         pinocchio::log::sol_log("run: seed source 0 is for greedy runs (temperature 0) only");
-        return Err(CurtaError::InvalidRun.into());
-    }
-    if !sampling_fits(&config, settings.temperature) {
-        pinocchio::log::sol_log(
-            "run: sampling over this vocabulary does not fit one step: use temperature 0",
-        );
         return Err(CurtaError::InvalidRun.into());
     }
     let meta = Metadata::sealed(&zero[WEIGHT_HEADER_LEN..]).ok_or(CurtaError::InvalidRun)?;
