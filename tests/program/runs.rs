@@ -448,6 +448,80 @@ async fn a_sampled_run_of_a_32000_token_vocabulary_runs_on_chain_as_curta_core_r
     }
 }
 
+/// A long text prompt tokenized on chain (issue 26): StartRun encodes with `encode_in` (each
+/// pair looked up when it appears, not in every round), so the longest text a StartRun
+/// transaction carries (signed and paid by the runner alone: one signature, a packet of 1,232
+/// bytes) is tokenized within its units, into `encode`'s ids: the run's state after StartRun
+/// is curta-core's `Run::start` of those ids, byte for byte.
+#[tokio::test]
+async fn a_long_text_prompt_is_tokenized_on_chain_as_curta_core_encodes_it() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let config = config_of(&artifact);
+    let story: &[u8] = b"Once upon a time, there was a little girl named Lily. She loved to \
+play outside in the park with her big red ball. One day, she saw a small dog under a tree. \
+The dog was sad because it was lost. Lily said, \"Do not be sad, little dog. I will help you \
+find your home.\" They walked and walked until they found a big house with a blue door. A \
+kind old man opened the door and smiled. \"Thank you for finding my dog!\" he said. He gave \
+Lily a cookie and a hug. Lily was very happy. She went home and told her mom about the dog. \
+Her mom said, \"You are a good girl, Lily.\" The next day, Lily went back to the park with \
+her ball. The dog came to play with her. They ran and jumped and laughed all day. When the \
+sun went down, the dog went home to the old man, and Lily went home to her mom. They were \
+all friends, and they played together every day in the big green park by the river.";
+    let runner = bank.mallory.insecure_clone();
+    let instructions = |nonce: u32, len: usize| {
+        let prompt = OwnedPrompt::Text(story[..len].to_vec());
+        let settings = Settings::greedy();
+        with_limit(start_instructions(&p, &config, &runner.pubkey(), nonce, 4, &settings, prompt).1)
+    };
+    let wire = |len: usize| {
+        let tx = solana_sdk::transaction::Transaction::new_signed_with_payer(
+            &instructions(0, len),
+            Some(&runner.pubkey()),
+            &[&runner],
+            solana_sdk::hash::Hash::new_unique(),
+        );
+        bincode::serialize(&tx).unwrap().len()
+    };
+    let most = (0..=story.len())
+        .rev()
+        .find(|&len| wire(len) <= 1232)
+        .unwrap();
+    assert_eq!(most, 733, "the most text a StartRun transaction carries");
+    let decoded = curta_core::decode(&artifact).unwrap();
+    let model = Model::from_artifact(&decoded).unwrap();
+    let encoded = |len: usize| {
+        let mut ids = vec![0u32; len + 2];
+        let n = curta_core::infer::encode(decoded.metadata(), &story[..len], &mut ids).unwrap();
+        ids.truncate(n);
+        ids
+    };
+    // tok512 merges little (about 0.9 tokens a byte): the context (512 positions, 4 steps)
+    // is full before a transaction's 733 bytes are.
+    let longest = (0..=most)
+        .rev()
+        .find(|&len| encoded(len).len() + 3 <= 512)
+        .unwrap();
+    for (nonce, len) in [(0u32, 88usize), (1, 400), (2, longest)] {
+        let ids = encoded(len);
+        let n = ids.len();
+        let (result, logs, units) = bank
+            .send_metered(&instructions(nonce, len), &[&runner])
+            .await;
+        result.unwrap_or_else(|e| panic!("{len} bytes: {e:?}\n{}", logs.join("\n")));
+        println!("StartRun, a text of {len} bytes ({n} tokens) on stories260K: {units} CU");
+        let run = run_address(&PROGRAM, &runner.pubkey(), &p.model, nonce);
+        let header = read_run(&mut bank, &run).await;
+        let mut expected = vec![0u8; header.state.len()];
+        Run::start(&mut expected, &model, &ids, 4, Settings::greedy()).unwrap();
+        assert!(
+            header.state == expected,
+            "{len} bytes: the state after StartRun"
+        );
+    }
+}
+
 /// The run's bytes before and after a refused instruction are the same.
 async fn refused_unchanged(
     bank: &mut Bank,
