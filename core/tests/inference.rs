@@ -7,8 +7,8 @@ mod common;
 use common::*;
 use curta_core::convert::{convert, synth};
 use curta_core::infer::{
-    decode as decode_token, encode, state_len, Model, Piece, Progress, Run, RunError, Settings,
-    Status,
+    decode as decode_token, encode, encode_in, encode_scratch_len, state_len, Model, Piece,
+    Progress, Run, RunError, Settings, Status,
 };
 use curta_core::{decode, Config};
 
@@ -241,6 +241,58 @@ fn prompts_encode_as_llama2c_does() {
             encode(a.metadata(), b"abc", &mut short),
             Err(RunError::TokenBuffer { len: 3, needed: 5 })
         );
+    }
+}
+
+/// The program's encoding (`encode_in`: candidates kept between rounds, pairs cached) gives
+/// `encode`'s ids
+/// for the prompts above, random texts of every length up to 1,300 bytes (words of the
+/// stories, random bytes and UTF-8, repeated letters), on tok512 and the 32,000-token
+/// tokenizer.bin.
+#[test]
+fn the_programs_encoding_is_encode() {
+    let words: [&[u8]; 16] = [
+        b"Once", b" upon", b" a", b" time", b",", b" there", b" was", b" little", b" girl",
+        b" named", b" Lily", b".", b"\n", b" She", b" loved", b" aaaa",
+    ];
+    let big = {
+        let shape = Config {
+            vocab_size: 32_000,
+            ..synth::TINY
+        };
+        convert(
+            &synth::checkpoint(&shape, true, 1),
+            &read_model("tokenizer.bin"),
+        )
+        .unwrap()
+    };
+    let mut rng = synth::Rng::new(26);
+    for art in [stories260k(), big] {
+        let a = decode(&art).unwrap();
+        for round in 0..150 {
+            let len = match round % 3 {
+                0 => rng.below(40) as usize,
+                1 => rng.below(400) as usize,
+                _ => 1_000 + rng.below(300) as usize,
+            };
+            let mut text = Vec::new();
+            while text.len() < len {
+                match rng.below(10) {
+                    0 => text.push(rng.below(256) as u8),
+                    1 => text.extend_from_slice("\u{e9}\u{1F600}".as_bytes()),
+                    _ => text.extend_from_slice(words[rng.below(16) as usize]),
+                }
+            }
+            let mut want = vec![0u32; text.len() + 2];
+            let expected = encode(a.metadata(), &text, &mut want).map(|n| want[..n].to_vec());
+            let mut out = vec![0u32; text.len() + 2];
+            // With no pair cache, a small one (collisions) and the full one.
+            let extra = [0, 8, 800, 40_000][round % 4];
+            let mut scratch = vec![0xA5u8; encode_scratch_len(text.len()) + extra];
+            let got =
+                encode_in(a.metadata(), &text, &mut out, &mut scratch).map(|n| out[..n].to_vec());
+            assert_eq!(got, expected, "round {round}: {text:?}");
+        }
     }
 }
 

@@ -8,8 +8,7 @@ use curta_core::infer::{decode, Model, Progress, Run, Settings, Status};
 use curta_program::error::CurtaError;
 use curta_program::instruction::{self as ix, OwnedPrompt};
 use curta_program::run::{
-    run_address, run_len, run_seed, sampling_fits, step_cost, step_costs, RunHeader, SeedSource,
-    MAX_STEP_BUDGET,
+    run_address, run_len, run_seed, step_cost, step_costs, RunHeader, SeedSource, MAX_STEP_BUDGET,
 };
 use solana_instruction::error::InstructionError;
 use solana_instruction::Instruction;
@@ -406,6 +405,139 @@ async fn a_model_of_odd_sizes_runs_on_chain_as_curta_core_runs_it() {
     }
 }
 
+/// A small synthetic model of the stories15M vocabulary: dimension 64, hidden 172, 2 layers
+/// of 4 heads, 32,000 tokens (synth's tokenizer), context 64.
+fn vocab32k_artifact() -> Vec<u8> {
+    use curta_core::convert::synth;
+    let config = curta_core::Config {
+        dim: 64,
+        hidden_dim: 172,
+        layers: 2,
+        heads: 4,
+        kv_heads: 4,
+        vocab_size: 32_000,
+        context_length: 64,
+    };
+    let checkpoint = synth::checkpoint(&config, false, 26);
+    let tokenizer = synth::tokenizer(config.vocab_size, 26);
+    curta_core::convert::convert(&checkpoint, &tokenizer).unwrap()
+}
+
+/// A sampled run of a 32,000-token vocabulary (issue 26): sampling is split into items (the
+/// highest logit, the weighing, the cut, the draw: docs/inference.md, "Sampling in items") that
+/// each fit a step, so StartRun takes it and its run on chain is curta-core's, step by step:
+/// the same tokens (those of the one-item sampler, `sample::tests`), bytes and text. A small
+/// model of the stories15M vocabulary (the tokenizer of synth, 32,000 entries), a text prompt.
+#[tokio::test]
+async fn a_sampled_run_of_a_32000_token_vocabulary_runs_on_chain_as_curta_core_runs_it() {
+    let artifact = vocab32k_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let cases = [
+        (OwnedPrompt::Tokens(vec![1, 400, 31_999]), SAMPLED),
+        (
+            OwnedPrompt::Tokens(vec![1]),
+            Settings {
+                temperature: 16 << 16,
+                top_p: 65_536,
+                seed: 26,
+            },
+        ),
+        (
+            OwnedPrompt::Tokens(vec![1, 7]),
+            Settings {
+                temperature: 1,
+                top_p: 1,
+                seed: 5,
+            },
+        ),
+    ];
+    for (nonce, (prompt, settings)) in cases.into_iter().enumerate() {
+        let units =
+            run_and_compare(&mut bank, &p, &artifact, prompt, 3, settings, nonce as u32).await;
+        let most = units.iter().max().copied().unwrap_or(0);
+        println!(
+            "32,000-token vocabulary, sampled run {nonce}: {} steps, at most {most} CU: {units:?}",
+            units.len()
+        );
+        assert!(most <= STEP_GOAL, "a step took {most} CU");
+    }
+}
+
+/// A long text prompt tokenized on chain (issue 26): StartRun encodes with `encode_in` (each
+/// pair looked up when it appears, not in every round), so the longest text a StartRun
+/// transaction carries (signed and paid by the runner alone: one signature, a packet of 1,232
+/// bytes) is tokenized within its units, into `encode`'s ids: the run's state after StartRun
+/// is curta-core's `Run::start` of those ids, byte for byte.
+#[tokio::test]
+async fn a_long_text_prompt_is_tokenized_on_chain_as_curta_core_encodes_it() {
+    let artifact = curta_tests::stories260k_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let config = config_of(&artifact);
+    let story: &[u8] = b"Once upon a time, there was a little girl named Lily. She loved to \
+play outside in the park with her big red ball. One day, she saw a small dog under a tree. \
+The dog was sad because it was lost. Lily said, \"Do not be sad, little dog. I will help you \
+find your home.\" They walked and walked until they found a big house with a blue door. A \
+kind old man opened the door and smiled. \"Thank you for finding my dog!\" he said. He gave \
+Lily a cookie and a hug. Lily was very happy. She went home and told her mom about the dog. \
+Her mom said, \"You are a good girl, Lily.\" The next day, Lily went back to the park with \
+her ball. The dog came to play with her. They ran and jumped and laughed all day. When the \
+sun went down, the dog went home to the old man, and Lily went home to her mom. They were \
+all friends, and they played together every day in the big green park by the river.";
+    let runner = bank.mallory.insecure_clone();
+    let instructions = |nonce: u32, len: usize| {
+        let prompt = OwnedPrompt::Text(story[..len].to_vec());
+        let settings = Settings::greedy();
+        with_limit(start_instructions(&p, &config, &runner.pubkey(), nonce, 4, &settings, prompt).1)
+    };
+    let wire = |len: usize| {
+        let tx = solana_sdk::transaction::Transaction::new_signed_with_payer(
+            &instructions(0, len),
+            Some(&runner.pubkey()),
+            &[&runner],
+            solana_sdk::hash::Hash::new_unique(),
+        );
+        bincode::serialize(&tx).unwrap().len()
+    };
+    let most = (0..=story.len())
+        .rev()
+        .find(|&len| wire(len) <= 1232)
+        .unwrap();
+    assert_eq!(most, 733, "the most text a StartRun transaction carries");
+    let decoded = curta_core::decode(&artifact).unwrap();
+    let model = Model::from_artifact(&decoded).unwrap();
+    let encoded = |len: usize| {
+        let mut ids = vec![0u32; len + 2];
+        let n = curta_core::infer::encode(decoded.metadata(), &story[..len], &mut ids).unwrap();
+        ids.truncate(n);
+        ids
+    };
+    // tok512 merges little (about 0.9 tokens a byte): the context (512 positions, 4 steps)
+    // is full before a transaction's 733 bytes are.
+    let longest = (0..=most)
+        .rev()
+        .find(|&len| encoded(len).len() + 3 <= 512)
+        .unwrap();
+    for (nonce, len) in [(0u32, 88usize), (1, 400), (2, longest)] {
+        let ids = encoded(len);
+        let n = ids.len();
+        let (result, logs, units) = bank
+            .send_metered(&instructions(nonce, len), &[&runner])
+            .await;
+        result.unwrap_or_else(|e| panic!("{len} bytes: {e:?}\n{}", logs.join("\n")));
+        println!("StartRun, a text of {len} bytes ({n} tokens) on stories260K: {units} CU");
+        let run = run_address(&PROGRAM, &runner.pubkey(), &p.model, nonce);
+        let header = read_run(&mut bank, &run).await;
+        let mut expected = vec![0u8; header.state.len()];
+        Run::start(&mut expected, &model, &ids, 4, Settings::greedy()).unwrap();
+        assert!(
+            header.state == expected,
+            "{len} bytes: the state after StartRun"
+        );
+    }
+}
+
 /// The run's bytes before and after a refused instruction are the same.
 async fn refused_unchanged(
     bank: &mut Bank,
@@ -754,10 +886,44 @@ async fn steps_per_token(
     artifact: &[u8],
     positions: &[u32],
 ) -> Vec<(u32, Vec<(u64, u32)>)> {
+    let states = positions
+        .iter()
+        .map(|&pos| (pos, state_before_position(artifact, pos)))
+        .collect();
+    planted_steps_per_token(bank, p, states, 100).await
+}
+
+/// [`steps_per_token`] of a sampled token: temperature 0.8, top-p 0.9, generator state 7.
+async fn sampled_steps_per_token(
+    bank: &mut Bank,
+    p: &Published,
+    artifact: &[u8],
+    positions: &[u32],
+) -> Vec<(u32, Vec<(u64, u32)>)> {
+    let states = positions
+        .iter()
+        .map(|&pos| (pos, sampling(state_before_position(artifact, pos))))
+        .collect();
+    planted_steps_per_token(bank, p, states, 150).await
+}
+
+/// The state, sampling from here on (temperature 0.8, top-p 0.9, generator state 7).
+fn sampling(mut state: Vec<u8>) -> Vec<u8> {
+    state[40..44].copy_from_slice(&52_429u32.to_le_bytes());
+    state[44..48].copy_from_slice(&58_982u32.to_le_bytes());
+    state[48..56].copy_from_slice(&7u64.to_le_bytes());
+    state
+}
+
+async fn planted_steps_per_token(
+    bank: &mut Bank,
+    p: &Published,
+    states: Vec<(u32, Vec<u8>)>,
+    nonces: u32,
+) -> Vec<(u32, Vec<(u64, u32)>)> {
     let mut out = vec![];
-    for (nonce, &pos) in positions.iter().enumerate() {
-        let state = state_before_position(artifact, pos);
-        let run = plant_run(bank, p, &state, 100 + nonce as u32).await;
+    for (nonce, (pos, state)) in states.into_iter().enumerate() {
+        let run = plant_run(bank, p, &state, nonces + nonce as u32).await;
         let mut steps = vec![];
         loop {
             let header = read_run(bank, &run).await;
@@ -858,35 +1024,22 @@ async fn compute_units_of_run_steps() {
     };
     let results = steps_per_token(&mut bank, &q, &artifact, &[1, 64, 255]).await;
     report("stories15M shape", results, &mut lines);
-    // Sampling over 32,000 tokens is one item over a step's budget: such a run is refused at
-    // StartRun (it could never take its first sampled token), greedy is not.
+    // Sampling over 32,000 tokens is split into items that fit a step (issue 26): a sampled
+    // token of the stories15M shape, temperature 0.8 and top-p 0.9, and its StartRun.
+    let results = sampled_steps_per_token(&mut bank, &q, &artifact, &[1, 255]).await;
+    report(
+        "stories15M shape, sampled (0.8, top-p 0.9)",
+        results,
+        &mut lines,
+    );
     let runner = bank.mallory.insecure_clone();
-    let shape_config = config_of(&artifact);
-    assert!(!curta_program::run::sampling_fits(
-        &shape_config,
-        SAMPLED.temperature
-    ));
     let (_, instructions) = start_instructions(
         &q,
-        &shape_config,
+        &config_of(&artifact),
         &runner.pubkey(),
         7,
         4,
         &SAMPLED,
-        OwnedPrompt::Tokens(vec![1]),
-    );
-    let result = bank.send(&with_limit(instructions), &[&runner]).await;
-    assert_eq!(
-        result.unwrap_err(),
-        TransactionError::InstructionError(2, custom(CurtaError::InvalidRun))
-    );
-    let (_, instructions) = start_instructions(
-        &q,
-        &shape_config,
-        &runner.pubkey(),
-        7,
-        4,
-        &Settings::greedy(),
         OwnedPrompt::Tokens(vec![1]),
     );
     bank.send(&with_limit(instructions), &[&runner])
@@ -914,29 +1067,29 @@ async fn step_cost_calibration() {
     let shape = crate::fixtures::stories15m_sections();
     let mut big = vec![];
     shape.0.iter().for_each(|s| big.extend_from_slice(s));
-    for (name, artifact) in [("stories260K", stories), ("stories15M shape", big)] {
+    for (name, artifact) in [
+        ("stories260K", stories),
+        ("stories15M shape", big),
+        ("32,000-token small model", vocab32k_artifact()),
+    ] {
         let p = sealed(&mut bank, &artifact).await;
         let config = config_of(&artifact);
-        for (nonce, pos, sampled) in [(200u32, 1u32, false), (201, 200, false), (202, 1, true)] {
-            if sampled && !sampling_fits(&config, 52_429) {
-                // Refused at StartRun: such a model samples greedily on chain.
-                continue;
-            }
+        let late = 200.min(config.context_length - 2);
+        for (nonce, pos, sampled) in [(200u32, 1u32, false), (201, late, false), (202, 1, true)] {
             let mut state = state_before_position(&artifact, pos);
             if sampled {
-                // The same state, sampling from here on (temperature 0.8, top-p 0.9, seed 7).
-                state[40..44].copy_from_slice(&52_429u32.to_le_bytes());
-                state[44..48].copy_from_slice(&58_982u32.to_le_bytes());
-                state[48..56].copy_from_slice(&7u64.to_le_bytes());
+                state = sampling(state);
             }
             let run = plant_run(&mut bank, &p, &state, nonce).await;
             let layers = config.layers;
             let temperature = if sampled { 52_429 } else { 0 };
-            let mut codes: Vec<u32> = if sampled { vec![] } else { (0..=10).collect() };
-            if !sampled {
-                codes.extend([1 + 10 * layers, 2 + 10 * layers]);
-            }
-            codes.push(3 + 10 * layers);
+            // The sampled run: the highest logit, the weighing, the cut and the draw.
+            let codes: Vec<u32> = match sampled {
+                false => (0..=10)
+                    .chain([1 + 10 * layers, 2 + 10 * layers, 3 + 10 * layers])
+                    .collect(),
+                true => (3..=6).map(|k| k + 10 * layers).collect(),
+            };
             let mut cursor = 0;
             let mut at = 0u32;
             for code in codes {
@@ -957,6 +1110,16 @@ async fn step_cost_calibration() {
                     cursor += 1;
                 }
                 let stage = Stage::of(code, layers).unwrap();
+                if stage == Stage::Cut {
+                    // The worst case of the cut and the draw: a total weight (2^46, the most
+                    // 65,536 ids weigh) that no prefix of the counts passes, so the cut scans
+                    // every index and keeps every id, and a point the walk never reaches, so
+                    // the draw walks every id.
+                    let mut account = bank.account(&run).await.unwrap();
+                    let at = curta_program::run::RUN_HEADER_LEN + 120;
+                    account.data[at..at + 8].copy_from_slice(&(1u64 << 46).to_le_bytes());
+                    bank.plant(&run, account);
+                }
                 let per_item = step_cost(stage, &config, pos, temperature);
                 let items =
                     (MAX_STEP_BUDGET as u64 / per_item).clamp(1, stage.items(&config) as u64);

@@ -7,10 +7,13 @@
 #[cfg(not(target_os = "solana"))]
 use super::forward::gated;
 use super::forward::{attention_head, embed, rmsnorm, rotary, write_rows, Input, Scratch, Write};
-use super::sample::{argmax, sample, Settings, MAX_TEMPERATURE, ONE};
+use super::sample::{cut, draw_part, max_part, weigh_part, Settings, MAX_TEMPERATURE, ONE};
 #[cfg(not(target_os = "solana"))]
 use super::state::set;
-use super::state::{field, get, get_u32, word, Mode, StateLayout, Status, STATE_TAG};
+use super::state::{
+    field, get, get_u32, set_u32, word, zero, Mode, StateLayout, Status, HIST_LEN,
+    STATE_HEADER_LEN, STATE_TAG,
+};
 use super::tokenizer::{BOS, EOS};
 use super::{Model, RunError};
 use crate::le::{put_u32, put_u64, u32_at, u64_at};
@@ -18,6 +21,8 @@ use crate::{Block, Config, MatrixKind};
 
 /// Stages per layer.
 const LAYER_STAGES: u32 = 10;
+/// Stages after the layers: the final normalization, the classifier and the four of sampling.
+const END_STAGES: u32 = 6;
 
 /// One stage of a token's work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,13 +53,21 @@ pub enum Stage {
     FinalNorm,
     /// logits = classifier × xb, a row per item.
     Classifier,
-    /// The next token from the logits (1 item).
-    Sample,
+    /// The highest logit, an id per item: the token when greedy or scoring.
+    Max,
+    /// Sampling with a temperature: each id's exponential-table index counted and its weight
+    /// summed, an id per item.
+    Weigh,
+    /// The top-p nucleus from the counts, and the generator's draw (1 item).
+    Cut,
+    /// The walk of the nucleus in id order to the drawn token, an id per item; it ends at the
+    /// token drawn.
+    Draw,
 }
 
 impl Stage {
     /// Stage code `code`: 0 is Embed, 1 + 10l + k the k-th stage of layer l, then FinalNorm,
-    /// Classifier and Sample.
+    /// Classifier, Max, Weigh, Cut and Draw.
     pub fn of(code: u32, layers: u32) -> Option<Stage> {
         if code == 0 {
             return Some(Stage::Embed);
@@ -78,7 +91,10 @@ impl Stage {
         match c - layers * LAYER_STAGES {
             0 => Some(Stage::FinalNorm),
             1 => Some(Stage::Classifier),
-            2 => Some(Stage::Sample),
+            2 => Some(Stage::Max),
+            3 => Some(Stage::Weigh),
+            4 => Some(Stage::Cut),
+            5 => Some(Stage::Draw),
             _ => None,
         }
     }
@@ -90,14 +106,14 @@ impl Stage {
             Stage::Key(_) | Stage::Value(_) => c.kv_dim(),
             Stage::Attention(_) => c.heads,
             Stage::Hidden(_) => c.hidden_dim,
-            Stage::Classifier => c.vocab_size,
+            Stage::Classifier | Stage::Max | Stage::Weigh | Stage::Draw => c.vocab_size,
             _ => 1,
         }
     }
 
     /// The work of one item at `pos`, in multiply-accumulates (docs/inference.md, "Work").
     pub fn cost(self, c: &Config, pos: u32) -> u64 {
-        let (d, h, v) = (c.dim as u64, c.hidden_dim as u64, c.vocab_size as u64);
+        let (d, h) = (c.dim as u64, c.hidden_dim as u64);
         match self {
             Stage::Embed | Stage::AttentionNorm(_) | Stage::FeedForwardNorm(_) => d,
             Stage::FinalNorm => d,
@@ -107,7 +123,8 @@ impl Stage {
             Stage::Attention(_) => 2 * (pos as u64 + 1) * c.head_size() as u64,
             Stage::Hidden(_) => 2 * d,
             Stage::Down(_) => h,
-            Stage::Sample => 3 * v,
+            Stage::Max | Stage::Weigh | Stage::Draw => 1,
+            Stage::Cut => HIST_LEN as u64,
         }
     }
 }
@@ -281,7 +298,11 @@ impl<'s> Run<'s> {
         let prompt = u32_at(state, field::PROMPT_LEN) as u64;
         let steps = u32_at(state, field::STEPS) as u64;
         let mode = u32_at(state, field::MODE) as u64;
-        let stage_count = 1 + LAYER_STAGES as u64 * config.layers as u64 + 3;
+        // Weigh, Cut and Draw, the last three, only in a run that samples with a temperature.
+        let temperature = u32_at(state, field::TEMPERATURE);
+        let sampling = mode == Mode::Generate as u64 && temperature != 0;
+        let stage_count = 1 + LAYER_STAGES as u64 * config.layers as u64 + END_STAGES as u64
+            - if sampling { 0 } else { 3 };
         let checks: [(&'static str, u64, u64); 8] = [
             ("mode", mode, 1),
             ("status", u32_at(state, field::STATUS) as u64, 2),
@@ -294,11 +315,7 @@ impl<'s> Run<'s> {
                 context - 1,
             ),
             ("stage", u32_at(state, field::STAGE) as u64, stage_count - 1),
-            (
-                "temperature",
-                u32_at(state, field::TEMPERATURE) as u64,
-                MAX_TEMPERATURE as u64,
-            ),
+            ("temperature", temperature as u64, MAX_TEMPERATURE as u64),
         ];
         for (field, value, max) in checks {
             if value > max {
@@ -415,7 +432,10 @@ impl<'s> Run<'s> {
             Stage::Down(l) => layer(l, 9),
             Stage::FinalNorm => end,
             Stage::Classifier => end + 1,
-            Stage::Sample => end + 2,
+            Stage::Max => end + 2,
+            Stage::Weigh => end + 3,
+            Stage::Cut => end + 4,
+            Stage::Draw => end + 5,
         }
     }
 
@@ -467,9 +487,10 @@ impl<'s> Run<'s> {
             if fit == 0 {
                 return Ok((Progress::Working, used));
             }
-            self.items(model, stage, pos, item..item + fit, &mut scratch)?;
-            used += fit as u64 * cost;
-            if item + fit < items {
+            // The draw may end its stage before its last item, at the token drawn.
+            let early = self.items(model, stage, pos, item..item + fit, &mut scratch)?;
+            used += early.unwrap_or(fit) as u64 * cost;
+            if early.is_none() && item + fit < items {
                 put_u32(self.state, field::ITEM, item + fit);
                 continue;
             }
@@ -479,8 +500,9 @@ impl<'s> Run<'s> {
         }
     }
 
-    /// Items `range` of `stage` at `pos`. Inlined into its one caller: on SBF a call may pass
-    /// at most five arguments in registers and return no aggregate.
+    /// Items `range` of `stage` at `pos`; `Some(n)` when the stage ended after the first `n`
+    /// of them (the draw reached its token). Inlined into its one caller: on SBF a
+    /// call may pass at most five arguments in registers and return no aggregate.
     #[inline(always)]
     fn items(
         &mut self,
@@ -489,14 +511,13 @@ impl<'s> Run<'s> {
         pos: u32,
         range: core::ops::Range<u32>,
         scratch: &mut Scratch,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<u32>, RunError> {
         let meta = model.metadata();
         let c = self.config;
         let d = c.dim as usize;
         let kv_dim = self.layout.kv_dim;
         let rows = range.start as usize..range.end as usize;
         let first = range.start == 0;
-        let generating = self.mode() == Mode::Generate;
         let cache_layer = 4 * self.layout.cache_layer;
         let r = self.layout.split(self.state);
         let header = r.header;
@@ -630,22 +651,12 @@ impl<'s> Run<'s> {
                 let input = Input::new(r.xb, xb_sum, scratch);
                 write_rows(&m, rows, &input, r.logits, Write::Set);
             }
-            Stage::Sample => {
-                let mut chosen = argmax(r.logits);
-                let settings = Settings {
-                    temperature: u32_at(header, field::TEMPERATURE),
-                    top_p: u32_at(header, field::TOP_P),
-                    seed: 0,
-                };
-                if generating && settings.temperature != 0 {
-                    let mut rng = u64_at(header, field::RNG);
-                    chosen = sample(r.logits, r.hist, meta, &settings, &mut rng);
-                    put_u64(header, field::RNG, rng);
-                }
-                put_u32(header, field::ARGMAX, chosen);
+            Stage::Max | Stage::Weigh | Stage::Cut | Stage::Draw => {
+                let exp = meta.block_bytes(Block::Exp);
+                return Ok(sampling(stage, header, r.logits, r.hist, exp, rows));
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Moves to the stage after `stage` (item 0); at the end of a token's work, to the next
@@ -659,11 +670,22 @@ impl<'s> Run<'s> {
             self.next_position(pos);
             return None;
         }
-        if stage != Stage::Sample {
+        let sampling = self.mode() == Mode::Generate && u32_at(self.state, field::TEMPERATURE) != 0;
+        let last = match stage {
+            Stage::Max => !sampling,
+            Stage::Draw => true,
+            _ => false,
+        };
+        if !last {
             let code = Run::code(stage, layers) + 1;
             put_u32(self.state, field::STAGE, code);
             return None;
         }
+        // The token is chosen: sampling's values between its items are cleared, and a run
+        // that ends here stands at the first sampling stage (the state's bytes are those of
+        // the one-item sampler).
+        zero(&mut self.state[field::SAMPLE_MAX..STATE_HEADER_LEN]);
+        put_u32(self.state, field::STAGE, Run::code(Stage::Max, layers));
         let chosen = u32_at(self.state, field::ARGMAX);
         match self.mode() {
             Mode::Score => {
@@ -706,4 +728,84 @@ impl<'s> Run<'s> {
     fn end(&mut self, status: Status) {
         put_u32(self.state, field::STATUS, status as u32);
     }
+}
+
+/// Items `ids` of a sampling stage (docs/inference.md, "Sampling in items"), its values between
+/// items in the header's words (word loads on chain: the header is 8-byte aligned); `Some(n)`
+/// when the draw reached its token at the n-th id of the range.
+#[inline(always)]
+fn sampling(
+    stage: Stage,
+    header: &mut [u8],
+    logits: &[u8],
+    hist: &mut [u8],
+    exp: &[u8],
+    ids: core::ops::Range<usize>,
+) -> Option<u32> {
+    let at = |h: &[u8], offset: usize| get_u32(h, offset / 4);
+    let at64 = |h: &[u8], offset: usize| at(h, offset) as u64 | (at(h, offset + 4) as u64) << 32;
+    let put = |h: &mut [u8], offset: usize, v: u32| set_u32(h, offset / 4, v);
+    let put64 = |h: &mut [u8], offset: usize, v: u64| {
+        put(h, offset, v as u32);
+        put(h, offset + 4, (v >> 32) as u32);
+    };
+    let first = ids.start == 0;
+    let max = at(header, field::SAMPLE_MAX) as i32;
+    let temperature = at(header, field::TEMPERATURE);
+    match stage {
+        Stage::Max => {
+            let mut best = match first {
+                true => (0, i32::MIN),
+                false => (at(header, field::ARGMAX), max),
+            };
+            max_part(logits, ids, &mut best);
+            put(header, field::ARGMAX, best.0);
+            put(header, field::SAMPLE_MAX, best.1 as u32);
+        }
+        Stage::Weigh => {
+            let mut total = match first {
+                true => {
+                    zero(hist);
+                    0
+                }
+                false => at64(header, field::SAMPLE_LEFT),
+            };
+            weigh_part(logits, ids, hist, exp, max, temperature, &mut total);
+            put64(header, field::SAMPLE_LEFT, total);
+        }
+        Stage::Cut => {
+            let total = at64(header, field::SAMPLE_LEFT);
+            let mut rng = at64(header, field::RNG);
+            let nucleus = cut(hist, exp, total, at(header, field::TOP_P), &mut rng);
+            put64(header, field::RNG, rng);
+            put(header, field::SAMPLE_CUT, nucleus.cut);
+            put(header, field::SAMPLE_TAKE, nucleus.take);
+            put64(header, field::SAMPLE_LEFT, nucleus.r);
+        }
+        _ => {
+            let start = ids.start as u32;
+            let cut = at(header, field::SAMPLE_CUT);
+            let mut take = at(header, field::SAMPLE_TAKE);
+            let mut left = at64(header, field::SAMPLE_LEFT);
+            let drawn = draw_part(
+                logits,
+                ids,
+                exp,
+                max,
+                temperature,
+                cut,
+                &mut take,
+                &mut left,
+            );
+            put(header, field::SAMPLE_TAKE, take);
+            put64(header, field::SAMPLE_LEFT, left);
+            // Past the last id without a token (never: r is below the nucleus's weight, which
+            // the walk sums), the highest logit's id stays chosen.
+            if let Some(id) = drawn {
+                put(header, field::ARGMAX, id);
+                return Some(id - start + 1);
+            }
+        }
+    }
+    None
 }

@@ -61,6 +61,17 @@ pub mod field {
     /// 7 × u32: the model's configuration (header bytes 8 to 36 of its artifact).
     pub const CONFIG: usize = 76;
     pub const END: usize = 104;
+    // Sampling's values between its items (docs/inference.md, "Sampling in items"); zero
+    // between tokens.
+    /// i32: the highest logit (so far, in the Max stage).
+    pub const SAMPLE_MAX: usize = 104;
+    /// u32: the nucleus's cut index (Cut, Draw).
+    pub const SAMPLE_CUT: usize = 108;
+    /// u32: the ids of the cut index still in the nucleus (Cut, Draw).
+    pub const SAMPLE_TAKE: usize = 112;
+    /// u64: the total weight so far (Weigh), then the drawn point less the weight walked so
+    /// far (Cut, Draw).
+    pub const SAMPLE_LEFT: usize = 120;
 }
 
 /// Where a run stands.

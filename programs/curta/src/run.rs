@@ -2,17 +2,12 @@
 //! budget and a client simulates; the run account's layout, seed and address are the
 //! interface crate's (`curta_interface::run`), re-exported here.
 
+use curta_core::infer::state::HIST_LEN;
 use curta_core::infer::Stage;
 use curta_core::Config;
 
 pub use curta_interface::run::*;
 
-/// Whether a run with these settings can always step: sampling (temperature above 0) is one
-/// item over the whole vocabulary, so its estimate must fit a step's budget (stories260K's 512
-/// tokens do; a 32,000-token vocabulary samples only greedily on chain).
-pub fn sampling_fits(c: &Config, temperature: u32) -> bool {
-    step_cost(Stage::Sample, c, 0, temperature) <= MAX_STEP_BUDGET as u64
-}
 /// The estimated compute units of one item of `stage` at `pos` on the SBF binary, in a run of
 /// temperature `temperature` (greedy sampling costs less): what a Step's budget counts
 /// (`Run::advance_by`, through [`step_costs`]). Per stage a cost per multiply-accumulate and a cost per
@@ -20,6 +15,9 @@ pub fn sampling_fits(c: &Config, temperature: u32) -> bool {
 /// above what the VM measured.
 pub fn step_cost(stage: Stage, c: &Config, pos: u32, temperature: u32) -> u64 {
     let (d, h, v) = (c.dim as u64, c.hidden_dim as u64, c.vocab_size as u64);
+    // The temperature no longer changes an estimate: sampling is split into its stages,
+    // which a greedy run (Max alone) and a sampled run share.
+    let _ = temperature;
     let kv = c.kv_dim() as u64;
     let positions = pos as u64 + 1;
     match stage {
@@ -37,8 +35,12 @@ pub fn step_cost(stage: Stage, c: &Config, pos: u32, temperature: u32) -> u64 {
         // The row, then the residual: x_i + the product, saturated.
         Stage::Output(_) => matrix(d, d) + 30,
         Stage::Down(_) => matrix(h, d) + 30,
-        Stage::Sample if temperature == 0 => GREEDY_PER_TOKEN * v + 1_500,
-        Stage::Sample => SAMPLE_PER_TOKEN * v + 5_000,
+        // Sampling, an id per item (the cut one item); the stages past Max only with a
+        // temperature.
+        Stage::Max => MAX_PER_ID,
+        Stage::Weigh => WEIGH_PER_ID,
+        Stage::Cut => CUT_PER_INDEX * HIST_LEN as u64 + 2_000,
+        Stage::Draw => DRAW_PER_ID,
     }
 }
 
@@ -61,10 +63,12 @@ fn row(columns: u64) -> u64 {
 /// per position (the score's rounding, the exponential, the weight).
 const ATTENTION_PER_VALUE: u64 = 11;
 const ATTENTION_PER_POSITION: u64 = 88;
-/// Sampling, per token of the vocabulary: with a temperature (and top-p), and greedy (the
-/// highest logit alone).
-const SAMPLE_PER_TOKEN: u64 = 130;
-const GREEDY_PER_TOKEN: u64 = 10;
+/// Sampling, per id of the vocabulary: the highest logit, the weighing, the walk to the drawn
+/// token; the cut per index of the exponential table (at worst every index).
+const MAX_PER_ID: u64 = 10;
+const WEIGH_PER_ID: u64 = 28;
+const DRAW_PER_ID: u64 = 31;
+const CUT_PER_INDEX: u64 = 17;
 
 /// The cost function of a run whose temperature is `temperature` (state byte 40): what the
 /// program passes to `Run::advance_by`, and what a client passes to simulate the steps.

@@ -1,7 +1,7 @@
 //! StartRun (docs/program.md, "6 StartRun"): binds the run account the runner created and
 //! starts the run of a Sealed model in it.
 
-use curta_core::infer::{encode, Model, Run, Settings};
+use curta_core::infer::{encode_in, Model, Run, Settings};
 use curta_core::Metadata;
 use pinocchio::account_info::AccountInfo;
 use pinocchio::program_error::ProgramError;
@@ -15,8 +15,7 @@ use super::shared::{
 use crate::error::CurtaError;
 use crate::instruction::{InstructionData, Prompt};
 use crate::run::{
-    run_len, run_seed_bytes, sampling_fits, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN,
-    TEXT_PER_STEP,
+    run_len, run_seed_bytes, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN, TEXT_PER_STEP,
 };
 use crate::state::{
     all_zero, same_address, step_bytes, WeightFields, MAX_MODEL_BYTES, WEIGHT_HEADER_LEN,
@@ -119,17 +118,18 @@ fn start_run(
         pinocchio::log::sol_log("run: seed source 0 is for greedy runs (temperature 0) only");
         return Err(CurtaError::InvalidRun.into());
     }
-    if !sampling_fits(&config, settings.temperature) {
-        pinocchio::log::sol_log(
-            "run: sampling over this vocabulary does not fit one step: use temperature 0",
-        );
-        return Err(CurtaError::InvalidRun.into());
-    }
     let meta = Metadata::sealed(&zero[WEIGHT_HEADER_LEN..]).ok_or(CurtaError::InvalidRun)?;
     let model = Model::new(meta, &[]).map_err(log_run_error)?;
     let tokens = prompt_buffer();
+    let state_len = curta_core::infer::state_len(&config);
     let count = match prompt {
-        Prompt::Text(text) => encode(&meta, text, tokens).map_err(log_run_error)?,
+        // The state's bytes, zeroed by `Run::start` below, are the encoding's scratch (8-byte
+        // aligned at byte 192 of the account): every state holds the 16,388-byte histogram,
+        // room for the scratch of 1,900 bytes of text, more than a transaction carries.
+        Prompt::Text(text) => {
+            let scratch = &mut data[RUN_HEADER_LEN..RUN_HEADER_LEN + state_len];
+            encode_in(&meta, text, tokens, scratch).map_err(log_run_error)?
+        }
         Prompt::Tokens(ids) => {
             let count = ids.len() / 4;
             if count > tokens.len() {
@@ -145,7 +145,7 @@ fn start_run(
         nonce,
         model: model_info.key(),
         runner: runner.key(),
-        state_len: curta_core::infer::state_len(&config) as u32,
+        state_len: state_len as u32,
         text_capacity: TEXT_PER_STEP as u32 * steps,
         temperature: settings.temperature,
         top_p: settings.top_p,
