@@ -815,7 +815,8 @@ fn main() {
         write(&out.join(format!("{name}.curta")), bytes);
     }
     // The demo's English model: the verifier page bundles it (sdk/scripts/build-browser.mjs).
-    let kjv = convert(&read(&m.join("kjv.bin")), &read(&m.join("tok1024.bin"))).expect("convert kjv");
+    let kjv =
+        convert(&read(&m.join("kjv.bin")), &read(&m.join("tok1024.bin"))).expect("convert kjv");
     write(&out.join("kjv.curta"), &kjv);
     let random = random_models(2026, 8, false, "random", 100);
     for m in &random {
