@@ -165,6 +165,7 @@ pub struct Input<'a> {
     #[cfg(not(target_os = "solana"))]
     path: Path,
     #[cfg(not(target_os = "solana"))]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     threads: usize,
     #[cfg(target_os = "solana")]
     wide: &'a [i64],

@@ -39,6 +39,7 @@ pub mod simd128;
 pub struct Vector<'a> {
     pub hi: &'a [i16],
     pub lo: &'a [i16],
+    #[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(dead_code))]
     pub planes: [&'a [i8]; 4],
 }
 
@@ -51,6 +52,7 @@ pub struct Vector<'a> {
 #[cfg(not(target_os = "solana"))]
 pub trait Kernels {
     /// Whether this machine runs the set.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     fn available() -> bool;
 
     /// `f()`, compiled with the set's target features (it is inlined into a function that
@@ -158,17 +160,17 @@ pub type Base = simd128::Simd128;
 #[cfg(not(target_os = "solana"))]
 macro_rules! with_path {
     ($path:expr, $k:ident => $body:expr) => {{
-        use $crate::infer::kernels::{Kernels as _, Path};
+        use $crate::infer::kernels::Kernels as _;
         match $path {
             #[cfg(all(feature = "std", target_arch = "x86_64"))]
-            Path::Avx512 => {
+            $crate::infer::kernels::Path::Avx512 => {
                 type $k = $crate::infer::kernels::avx512::Avx512;
                 // SAFETY: the path is Avx512 only where the CPU has its features (Path::detect,
                 // Path::all).
                 unsafe { $k::enabled(|| $body) }
             }
             #[cfg(all(feature = "std", target_arch = "x86_64"))]
-            Path::Avx2 => {
+            $crate::infer::kernels::Path::Avx2 => {
                 type $k = $crate::infer::kernels::avx2::Avx2;
                 // SAFETY: as above, AVX2.
                 unsafe { $k::enabled(|| $body) }
