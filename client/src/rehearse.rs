@@ -129,7 +129,7 @@ pub async fn demo(options: &Options) -> Result<Demo, Error> {
         let sealed = curta_core::decode(&sealed)?;
         let prompt = crate::run::Prompt::Text(DEMO_PROMPT.as_bytes().to_vec()).tokens(&sealed)?;
         let greedy = curta_core::infer::Settings::greedy();
-        crate::run::generate(&sealed, &prompt, DEMO_STEPS, greedy, |_, _| {})
+        crate::run::generate(&sealed, &prompt, DEMO_STEPS, greedy, 1, |_, _| {})
     };
     let generation = run().map_err(|e| bad(format!("running it: {e}")))?;
     // The same prompt inside the program: the runner creates the run account, steps it and

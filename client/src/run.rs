@@ -129,24 +129,36 @@ pub struct Generation {
 }
 
 /// At most `steps` tokens after `prompt`; each generated token's id and text bytes go to
-/// `on_token` as soon as it exists. Refused before any work when the run is invalid.
+/// `on_token` as soon as it exists. A matrix stage's rows are split across up to `threads`
+/// threads (the same tokens for any count). Refused before any work when the run is invalid.
 pub fn generate(
     artifact: &Artifact,
     prompt: &[u32],
     steps: u32,
     settings: Settings,
+    threads: usize,
     mut on_token: impl FnMut(u32, &[u8]),
 ) -> Result<Generation, RunError> {
     let model = Model::from_artifact(artifact)?;
     let meta = model.metadata();
     let mut state = vec![0u8; state_len(&model.config())];
+    // A pool of its own (a failure to start one leaves the run on this thread).
+    let pool = match threads {
+        0 | 1 => None,
+        n => rayon::ThreadPoolBuilder::new().num_threads(n).build().ok(),
+    };
+    let threads = if pool.is_some() { threads } else { 1 };
     let start = Instant::now();
-    let mut run = Run::start(&mut state, &model, prompt, steps, settings)?;
+    let mut run = Run::start(&mut state, &model, prompt, steps, settings)?.with_threads(threads);
     let mut tokens = Vec::new();
     let mut text = Vec::new();
     let mut previous = *prompt.last().unwrap_or(&0);
     let end = loop {
-        match run.advance(&model, u64::MAX)? {
+        let progress = match &pool {
+            Some(pool) => pool.install(|| run.advance(&model, u64::MAX))?,
+            None => run.advance(&model, u64::MAX)?,
+        };
+        match progress {
             Progress::Token { id, .. } => {
                 let piece = decode(meta, previous, id)?;
                 on_token(id, piece.bytes());

@@ -117,6 +117,30 @@ fn run_prints_the_documented_json_and_streams_the_same_text() {
     let report = String::from_utf8(o.stderr).unwrap();
     assert!(report.contains("tokens/s"), "{report}");
     assert!(report.contains(&hex), "{report}");
+
+    // Any thread count gives the same tokens; 0 is refused.
+    for threads in ["1", "3"] {
+        let o = client(&[
+            "run",
+            p,
+            "--prompt-tokens",
+            "1,300,67",
+            "--steps",
+            "20",
+            "--temperature",
+            "0",
+            "--threads",
+            threads,
+            "--output",
+            "json",
+        ]);
+        assert!(o.status.success(), "--threads {threads}");
+        let v = json(&o);
+        assert_eq!(ids(&v["tokens"]), expected, "--threads {threads}");
+    }
+    let o = client(&["run", p, "--threads", "0"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--threads 0"));
 }
 
 #[test]

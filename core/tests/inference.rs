@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use curta_core::convert::{convert, synth};
 use curta_core::infer::{
-    decode as decode_token, encode, encode_in, encode_scratch_len, state_len, Model, Piece,
+    decode as decode_token, encode, encode_in, encode_scratch_len, state_len, Model, Path, Piece,
     Progress, Run, RunError, Settings, Status,
 };
 use curta_core::{decode, Config};
@@ -143,6 +143,56 @@ fn any_split_of_the_work_gives_the_same_state_and_tokens() {
                 advances > whole.len() * 3,
                 "{name}: the split advanced {advances} times"
             );
+        }
+    }
+}
+
+/// Every kernel set this machine runs (portable, AVX2, AVX-512) and every thread count give
+/// the same tokens and state bytes, whole runs and split ones (the program, the CLI and the
+/// browser must agree on every bit).
+#[test]
+fn every_kernel_path_and_thread_count_gives_the_same_run() {
+    let cases: Vec<(&str, Vec<u8>, Vec<u32>, u32)> = vec![
+        ("stories260K", stories260k(), vec![1, 67, 300], 24),
+        (
+            "gqa untied",
+            synthetic(&synth::GQA, false, 5),
+            vec![1, 9],
+            16,
+        ),
+        ("tiny tied", synthetic(&synth::TINY, true, 3), vec![1], 4),
+    ];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    for (name, art, prompt, steps) in cases {
+        let a = decode(&art).unwrap();
+        let model = Model::from_artifact(&a).unwrap();
+        for settings in [Settings::greedy(), sampled(21)] {
+            let (expected, expected_state) = generate(&art, &prompt, steps, settings, u64::MAX);
+            for path in Path::all() {
+                for (threads, budget) in [(1, u64::MAX), (2, u64::MAX), (3, 3_000), (1, 700)] {
+                    let mut state = vec![0u8; state_len(&model.config())];
+                    let mut tokens = Vec::new();
+                    pool.install(|| {
+                        let mut run = Run::start(&mut state, &model, &prompt, steps, settings)
+                            .unwrap()
+                            .with_path(path)
+                            .with_threads(threads);
+                        loop {
+                            match run.advance(&model, budget).unwrap() {
+                                Progress::Token { id, .. } => tokens.push(id),
+                                Progress::Finished(_) => break,
+                                _ => {}
+                            }
+                        }
+                    });
+                    let case = format!("{name}, {path:?}, {threads} threads, budget {budget}");
+                    assert_eq!(tokens, expected, "{case}: tokens");
+                    assert!(state == expected_state, "{case}: state bytes differ");
+                }
+            }
         }
     }
 }

@@ -36,7 +36,7 @@ fn off_chain(
 ) -> (Vec<u32>, Vec<u8>) {
     let artifact = curta_core::decode(artifact).unwrap();
     let ids = prompt.tokens(&artifact).unwrap();
-    let g = generate(&artifact, &ids, steps, settings, |_, _| {}).unwrap();
+    let g = generate(&artifact, &ids, steps, settings, 1, |_, _| {}).unwrap();
     let text = detokenize(&artifact, *ids.last().unwrap(), &g.tokens).unwrap();
     assert_eq!(g.text, String::from_utf8_lossy(&text));
     (g.tokens, text)

@@ -26,7 +26,7 @@ fn off_chain(
     settings: Settings,
 ) -> (Vec<u32>, String) {
     let artifact = curta_core::decode(artifact).unwrap();
-    let g = generate(&artifact, prompt, steps, settings, |_, _| {}).unwrap();
+    let g = generate(&artifact, prompt, steps, settings, 1, |_, _| {}).unwrap();
     (g.tokens, g.text)
 }
 

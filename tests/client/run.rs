@@ -61,8 +61,8 @@ async fn a_sealed_model_runs_from_its_weight_accounts() {
             seed: 42,
         },
     ] {
-        let a = generate(&from_chain, &prompt, 24, settings, |_, _| {}).unwrap();
-        let b = generate(&from_file, &prompt, 24, settings, |_, _| {}).unwrap();
+        let a = generate(&from_chain, &prompt, 24, settings, 2, |_, _| {}).unwrap();
+        let b = generate(&from_file, &prompt, 24, settings, 1, |_, _| {}).unwrap();
         assert_eq!(a.tokens, b.tokens);
         assert_eq!(a.text, b.text);
         assert_eq!(a.weights_hash, curta_client::artifact::hex(&hash));

@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// else 12,000,000]; the steps in flight are this over a step's 1,250,000
     #[arg(long, requires = "on_chain", value_name = "UNITS")]
     pub account_cu_limit: Option<u64>,
+    /// Off chain: the threads a matrix stage's rows are split across (the same tokens for any
+    /// count) [default: the machine's cores]
+    #[arg(long, value_name = "N", conflicts_with = "on_chain")]
+    pub threads: Option<usize>,
 }
 
 /// `client runs`: the signer's runs of a model.
@@ -245,14 +249,26 @@ pub fn run(args: RunArgs, global: GlobalArgs) -> Result<()> {
         .generation
         .steps
         .unwrap_or_else(|| default_steps(context, prompt_tokens.len()));
+    let threads = match args.threads {
+        Some(0) => bail!("--threads 0: at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let streaming = global.output == Output::Text;
     let mut stdout = std::io::stdout().lock();
-    let generation = generate(&artifact, &prompt_tokens, steps, settings, |_, piece| {
-        if streaming {
-            // A closed pipe stops the printing, not the run.
-            let _ = stdout.write_all(piece).and_then(|()| stdout.flush());
-        }
-    })?;
+    let generation = generate(
+        &artifact,
+        &prompt_tokens,
+        steps,
+        settings,
+        threads,
+        |_, piece| {
+            if streaming {
+                // A closed pipe stops the printing, not the run.
+                let _ = stdout.write_all(piece).and_then(|()| stdout.flush());
+            }
+        },
+    )?;
     drop(stdout);
     match global.output {
         Output::Text => {

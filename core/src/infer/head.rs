@@ -1,5 +1,5 @@
 //! One attention head as the program computes it: the integers of
-//! `forward::attention_head_any`, in loops shaped for SBF. There a head's loops, inlined into
+//! `forward::attention_head_on`, in loops shaped for SBF. There a head's loops, inlined into
 //! a run's stage function, ran out of registers: the query, the accumulators and the loop
 //! counters went to the stack on every cached position. Here the head is its own function
 //! (its arguments in one struct: SBF passes five registers), every cached row is reached by
@@ -190,11 +190,11 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infer::forward::attention_head_any;
+    use crate::infer::forward::{attention_head_on, Path};
     use crate::infer::next_random;
 
-    /// The program's head and the portable head give the same bytes (outputs and the att
-    /// scratch) and sum: seeded random
+    /// The program's head and every off-chain kernel set's head this machine runs (portable,
+    /// AVX2, AVX-512) give the same bytes (outputs and the att scratch) and sum: seeded random
     /// caches at the ends of the value range, head sizes 1 to 64 (whole groups of four and
     /// remainders), grouped key heads, up to 300 positions, and an exponential table whose
     /// entries use all 32 bits.
@@ -236,10 +236,11 @@ mod tests {
             for kv_head in 0..kv_heads {
                 let (mut att_a, mut out_a) = (vec![0u8; 4 * positions], vec![0u8; 4 * head_size]);
                 let (mut att_b, mut out_b) = (att_a.clone(), out_a.clone());
-                // The portable head and its AVX2 form take the same arguments.
+                // The portable head and its AVX2 and AVX-512 forms take the same arguments.
                 macro_rules! forward_head {
-                    ($head:expr, $att:expr, $out:expr) => {
-                        $head(
+                    ($path:expr, $att:expr, $out:expr) => {
+                        attention_head_on(
+                            $path,
                             inv_sqrt,
                             &exp,
                             &query,
@@ -253,7 +254,7 @@ mod tests {
                         )
                     };
                 }
-                let portable = forward_head!(attention_head_any::<false>, &mut att_a, &mut out_a);
+                let portable = forward_head!(Path::Portable, &mut att_a, &mut out_a);
                 let program = attention_head_rows(&mut Head {
                     query: &query,
                     keys: &keys,
@@ -266,20 +267,14 @@ mod tests {
                     att: &mut att_b,
                     out: &mut out_b,
                 });
-                #[cfg(all(feature = "std", target_arch = "x86_64"))]
-                if std::is_x86_feature_detected!("avx2") {
+                for path in Path::all() {
                     let (mut att_c, mut out_c) =
                         (vec![0u8; 4 * positions], vec![0u8; 4 * head_size]);
-                    use crate::infer::forward::attention_head_avx2;
-                    // SAFETY: the CPU reported AVX2.
-                    let avx2 =
-                        unsafe { forward_head!(attention_head_avx2, &mut att_c, &mut out_c) };
-                    assert_eq!(avx2, portable, "AVX2 sum, case {round}, kv head {kv_head}");
-                    assert_eq!(
-                        out_c, out_a,
-                        "AVX2 outputs, case {round}, kv head {kv_head}"
-                    );
-                    assert_eq!(att_c, att_a, "AVX2 att, case {round}, kv head {kv_head}");
+                    let sum = forward_head!(path, &mut att_c, &mut out_c);
+                    let case = format!("{path:?}, case {round}, kv head {kv_head}");
+                    assert_eq!(sum, portable, "sum, {case}");
+                    assert_eq!(out_c, out_a, "outputs, {case}");
+                    assert_eq!(att_c, att_a, "att, {case}");
                 }
                 assert_eq!(program, portable, "sum, case {round}, kv head {kv_head}");
                 assert_eq!(out_b, out_a, "outputs, case {round}, kv head {kv_head}");

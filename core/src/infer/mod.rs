@@ -17,6 +17,7 @@ pub mod tokenizer;
 
 pub use error::{Fixed16, RunError};
 pub use fixed::parse_fixed16;
+pub use kernels::Path;
 pub use model::{Model, Rows};
 pub use run::{Progress, Run, Stage};
 pub use sample::{next_random, Settings, MAX_TEMPERATURE, ONE};

@@ -5,11 +5,9 @@
 //! state bytes and the same tokens as one advance.
 
 #[cfg(not(target_os = "solana"))]
-use super::forward::gated;
+use super::forward::Path;
 use super::forward::{attention_head, embed, rmsnorm, rotary, write_rows, Input, Scratch, Write};
 use super::sample::{cut, draw_part, max_part, weigh_part, Settings, MAX_TEMPERATURE, ONE};
-#[cfg(not(target_os = "solana"))]
-use super::state::set;
 use super::state::{
     field, get, get_u32, set_u32, word, zero, Mode, StateLayout, Status, HIST_LEN,
     STATE_HEADER_LEN, STATE_TAG,
@@ -148,6 +146,12 @@ pub struct Run<'s> {
     state: &'s mut [u8],
     layout: StateLayout,
     config: Config,
+    /// The kernel set and the threads of a matrix stage (off chain; not part of the state:
+    /// every choice gives the same bytes).
+    #[cfg(not(target_os = "solana"))]
+    path: Path,
+    #[cfg(not(target_os = "solana"))]
+    threads: usize,
 }
 
 fn check_tokens(tokens: &[u32], vocab: u32) -> Result<(), RunError> {
@@ -225,6 +229,10 @@ impl<'s> Run<'s> {
             state,
             layout,
             config,
+            #[cfg(not(target_os = "solana"))]
+            path: Path::detect(),
+            #[cfg(not(target_os = "solana"))]
+            threads: 1,
         })
     }
 
@@ -326,6 +334,10 @@ impl<'s> Run<'s> {
             state,
             layout,
             config,
+            #[cfg(not(target_os = "solana"))]
+            path: Path::detect(),
+            #[cfg(not(target_os = "solana"))]
+            threads: 1,
         };
         let stage = run.stage();
         let item = u32_at(run.state, field::ITEM) as u64;
@@ -366,6 +378,24 @@ impl<'s> Run<'s> {
                 vocab,
             }),
         }
+    }
+
+    /// The same run, its matrix stages' rows split across up to `threads` threads of the
+    /// current rayon pool (std; the default is 1, the calling thread). The same bytes for any
+    /// count.
+    #[cfg(not(target_os = "solana"))]
+    pub fn with_threads(mut self, threads: usize) -> Run<'s> {
+        self.threads = threads.max(1);
+        self
+    }
+
+    /// The same run by the kernels of `path` (by default the widest this machine has; a path
+    /// it lacks falls back to the widest it has). The same bytes for every path: for tests and
+    /// benchmarks.
+    #[cfg(not(target_os = "solana"))]
+    pub fn with_path(mut self, path: Path) -> Run<'s> {
+        self.path = path;
+        self
     }
 
     /// The state's bytes.
@@ -468,6 +498,9 @@ impl<'s> Run<'s> {
             return Err(RunError::ModelMismatch);
         }
         let mut used = 0u64;
+        #[cfg(not(target_os = "solana"))]
+        let mut scratch = Scratch::with(self.path, self.threads);
+        #[cfg(target_os = "solana")]
         let mut scratch = Scratch::new();
         loop {
             let status = self.status();
@@ -536,6 +569,11 @@ impl<'s> Run<'s> {
             let start = l as usize * cache_layer + 4 * pos as usize * kv_dim;
             start..start + 4 * kv_dim
         };
+        // The scratch's vector stays valid across the query, key and value stages only (they
+        // read xb and write elsewhere).
+        if !matches!(stage, Stage::Key(_) | Stage::Value(_)) {
+            Input::forget(scratch);
+        }
         match stage {
             Stage::Embed => {
                 let token = get_u32(r.tokens, pos as usize);
@@ -569,7 +607,7 @@ impl<'s> Run<'s> {
                     _ => (MatrixKind::Value, r.values),
                 };
                 let m = matrix(layer, kind)?;
-                let input = Input::new(r.xb, xb_sum, scratch);
+                let input = Input::reuse(r.xb, xb_sum, scratch);
                 let out = &mut cache[at_pos(layer)];
                 write_rows(&m, rows, &input, out, Write::Set);
             }
@@ -592,6 +630,7 @@ impl<'s> Run<'s> {
                         pos,
                         r.att,
                         &mut r.xb[span],
+                        scratch.path(),
                     );
                 }
                 put_u64(header, field::XB_SUM, sum as u64);
@@ -615,34 +654,11 @@ impl<'s> Run<'s> {
                 let table = meta.block_bytes(Block::Silu);
                 let input = Input::new(r.xb, xb_sum, scratch);
                 let mut sum = if first { 0 } else { hb_sum };
-                // The program: the gate's rows, then the up rows over them (three rows a turn
-                // in each), then the sum.
-                #[cfg(target_os = "solana")]
-                {
-                    write_rows(&gate, rows.clone(), &input, r.hb, Write::Set);
-                    write_rows(&up, rows.clone(), &input, r.hb, Write::Gate(table));
-                    for i in rows {
-                        sum += get(r.hb, i) as i64;
-                    }
-                }
-                #[cfg(not(target_os = "solana"))]
-                let checked = gate.holds(&rows) && up.holds(&rows);
-                #[cfg(not(target_os = "solana"))]
+                // The gate's rows, then the up rows over them (Write::Gate), then the sum.
+                write_rows(&gate, rows.clone(), &input, r.hb, Write::Set);
+                write_rows(&up, rows.clone(), &input, r.hb, Write::Gate(table));
                 for i in rows {
-                    // SAFETY: row_unchecked only for rows of the range both matrices hold.
-                    let ((gs, gw), (us, uw)) = match checked {
-                        true => unsafe { (gate.row_unchecked(i), up.row_unchecked(i)) },
-                        false => (gate.row(i), up.row(i)),
-                    };
-                    // SIMD128 loads the input's halves once for both rows; the program keeps
-                    // two row products (its compute units were measured so).
-                    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-                    let (g, u) = input.row_products2((gs, gw), (us, uw));
-                    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-                    let (g, u) = (input.row_product(gs, gw), input.row_product(us, uw));
-                    let h = gated(table, g, u);
-                    set(r.hb, i, h);
-                    sum += h as i64;
+                    sum += get(r.hb, i) as i64;
                 }
                 put_u64(header, field::HB_SUM, sum as u64);
             }

@@ -1,0 +1,403 @@
+//! The AVX-512 kernels (x86-64 with AVX-512 F, BW, VL and VNNI, chosen at run time).
+//!
+//! The row sums take the input as four planes of signed bytes (x = Σ_k d_k × 2^(8k),
+//! [`Vector::planes`]) and the stored weights as they are, unsigned bytes: `vpdpbusd` multiplies
+//! 64 weights by 64 digits and adds each group of four products into one of sixteen 32-bit
+//! lanes, so a row of 64 columns is one load of its weights and four instructions, with no
+//! widening. Every plane's sum is exact in 32 bits without blocks (|Σ| ≤ 2,048 × 255 × 128 <
+//! 2^26; `vpdpbusd` adds without saturation), and the row's sum is Σ_k S_k × 2^(8k) in i64: the
+//! same integer as the halves' sums. Columns past a multiple of 64 are read through a mask
+//! (masked-off bytes are zero and do not fault). Four rows a turn share the input's loads, and
+//! their sixteen plane sums are reduced together (a transposing tree of adds, one vector of
+//! sixteen sums at the end).
+//!
+//! A head's dot product and weighted values take eight 64-bit lanes of `vpmuldq` (exact), the
+//! tails through masks.
+
+use super::{Kernels, Vector};
+use core::arch::x86_64::*;
+
+/// The AVX-512 set.
+pub struct Avx512;
+
+impl Kernels for Avx512 {
+    /// The CPU's features, and (once per process) [`agrees`]: the set is taken only where it
+    /// gave the portable integers on this CPU.
+    #[inline]
+    fn available() -> bool {
+        static AGREES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AGREES.get_or_init(|| {
+            std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vl")
+                && std::is_x86_feature_detected!("avx512vnni")
+                // SAFETY: the features were just detected.
+                && unsafe { agrees() }
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn enabled<T>(f: impl FnOnce() -> T) -> T {
+        enabled(f)
+    }
+
+    #[inline(always)]
+    unsafe fn dot(x: &Vector, w: &[u8]) -> i64 {
+        planes_dot(w, x.planes)
+    }
+
+    #[inline(always)]
+    unsafe fn dot4(x: &Vector, w: [&[u8]; 4]) -> [i64; 4] {
+        planes_dot4(w, x.planes)
+    }
+
+    #[inline(always)]
+    unsafe fn head_dot(_query: &[i64], q: &[u8], key: &[u8]) -> i64 {
+        head_dot(q, key)
+    }
+
+    #[inline(always)]
+    unsafe fn accumulate(
+        acc: &mut [i64],
+        weights: &[u32],
+        rows: &[u8],
+        row_len: usize,
+        offset: usize,
+    ) {
+        accumulate(acc, weights, rows, row_len, offset)
+    }
+}
+
+/// `f()` compiled with the set's features (inlined here).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn enabled<T>(f: impl FnOnce() -> T) -> T {
+    f()
+}
+
+/// The digits of `x` (|x| ≤ 2^27) for [`Vector::planes`]: x = d0 + d1 × 2^8 + d2 × 2^16 +
+/// d3 × 2^24, d0 to d2 in [−128, 128), d3 in [−8, 8]. Each digit is the low byte of what is
+/// left, read as signed, so the rest stays a multiple of 2^8.
+#[inline(always)]
+pub fn digits(x: i32) -> [i8; 4] {
+    let x = x as i64;
+    let d0 = x as i8;
+    let y = (x - d0 as i64) >> 8;
+    let d1 = y as i8;
+    let z = (y - d1 as i64) >> 8;
+    let d2 = z as i8;
+    let d3 = ((z - d2 as i64) >> 8) as i8;
+    [d0, d1, d2, d3]
+}
+
+/// Writes the planes of `n` little-endian i32 values of `bytes` to `planes` (four planes of
+/// `stride` bytes), sixteen values per turn.
+///
+/// # Safety
+/// The set's features; `bytes` holds 4n bytes, each plane `n` ≤ `stride` bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+pub unsafe fn split_planes(bytes: &[u8], planes: &mut [i8], stride: usize) {
+    let n = bytes.len() / 4;
+    assert!(n <= stride && planes.len() >= 4 * stride);
+    let whole = n / 16 * 16;
+    let p = planes.as_mut_ptr();
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: values i..i + 16 < n; plane bytes i..i + 16 of each plane < stride.
+        let x = _mm512_loadu_si512(bytes.as_ptr().add(4 * i) as *const _);
+        // d0 = the low byte, signed; y = (x − d0) >> 8, and so on (|x| ≤ 2^27: no wrap).
+        let d0 = _mm512_srai_epi32::<24>(_mm512_slli_epi32::<24>(x));
+        let y = _mm512_srai_epi32::<8>(_mm512_sub_epi32(x, d0));
+        let d1 = _mm512_srai_epi32::<24>(_mm512_slli_epi32::<24>(y));
+        let z = _mm512_srai_epi32::<8>(_mm512_sub_epi32(y, d1));
+        let d2 = _mm512_srai_epi32::<24>(_mm512_slli_epi32::<24>(z));
+        let d3 = _mm512_srai_epi32::<8>(_mm512_sub_epi32(z, d2));
+        for (k, d) in [d0, d1, d2, d3].into_iter().enumerate() {
+            _mm_storeu_si128(
+                p.add(k * stride + i) as *mut __m128i,
+                _mm512_cvtepi32_epi8(d),
+            );
+        }
+        i += 16;
+    }
+    for (j, v) in bytes.chunks_exact(4).enumerate().skip(whole) {
+        let d = digits(i32::from_le_bytes([v[0], v[1], v[2], v[3]]));
+        for (k, &dk) in d.iter().enumerate() {
+            planes[k * stride + j] = dk;
+        }
+    }
+}
+
+/// The mask of the first `rem` (1 to 63) bytes.
+#[inline(always)]
+fn tail_mask(rem: usize) -> __mmask64 {
+    (!0u64) >> (64 - rem)
+}
+
+/// Σ_k S_k × 2^(8k) from the four plane sums.
+#[inline(always)]
+fn combine(s: [i32; 4]) -> i64 {
+    s[0] as i64 + ((s[1] as i64) << 8) + ((s[2] as i64) << 16) + ((s[3] as i64) << 24)
+}
+
+/// Σ b × x of one row from the planes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+pub unsafe fn planes_dot(w: &[u8], planes: [&[i8]; 4]) -> i64 {
+    let n = w.len();
+    assert!(planes.iter().all(|p| p.len() >= n));
+    let x = planes.map(|p| p.as_ptr());
+    let mut acc = [_mm512_setzero_si512(); 4];
+    let mut i = 0;
+    // SAFETY (every load): bytes i..i + 64 (or the masked ones, i..n) of the row and planes.
+    while i + 64 <= n {
+        let b = _mm512_loadu_si512(w.as_ptr().add(i) as *const _);
+        for k in 0..4 {
+            let d = _mm512_loadu_si512(x[k].add(i) as *const _);
+            acc[k] = _mm512_dpbusd_epi32(acc[k], b, d);
+        }
+        i += 64;
+    }
+    if i < n {
+        let m = tail_mask(n - i);
+        let b = _mm512_maskz_loadu_epi8(m, w.as_ptr().add(i) as *const i8);
+        for k in 0..4 {
+            let d = _mm512_maskz_loadu_epi8(m, x[k].add(i));
+            acc[k] = _mm512_dpbusd_epi32(acc[k], b, d);
+        }
+    }
+    combine(acc.map(|a| _mm512_reduce_add_epi32(a)))
+}
+
+/// Pairs (a, b) → per 128-bit lane [a0 + a2, b0 + b2, a1 + a3, b1 + b3].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn fold32(a: __m512i, b: __m512i) -> __m512i {
+    _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b))
+}
+
+/// Pairs of [`fold32`]'s results → per 128-bit lane the four streams' partial sums.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn fold64(a: __m512i, b: __m512i) -> __m512i {
+    _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b))
+}
+
+/// Pairs of 128-bit lanes: [a0 + a1, a2 + a3, b0 + b1, b2 + b3].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn fold128(a: __m512i, b: __m512i) -> __m512i {
+    _mm512_add_epi32(
+        _mm512_shuffle_i32x4::<0b10_00_10_00>(a, b),
+        _mm512_shuffle_i32x4::<0b11_01_11_01>(a, b),
+    )
+}
+
+/// Lane s of the result is the sum of the lanes of `v[s]` (mod 2^32).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn sums16(v: &[__m512i; 16]) -> __m512i {
+    let mut u = [_mm512_setzero_si512(); 8];
+    for i in 0..8 {
+        u[i] = fold32(v[2 * i], v[2 * i + 1]);
+    }
+    let mut w = [_mm512_setzero_si512(); 4];
+    for j in 0..4 {
+        w[j] = fold64(u[2 * j], u[2 * j + 1]);
+    }
+    // w[j]'s 128-bit lane g holds lane g's partial sums of streams 4j to 4j + 3.
+    let z0 = fold128(w[0], w[1]);
+    let z1 = fold128(w[2], w[3]);
+    fold128(z0, z1)
+}
+
+/// [`planes_dot`] of four rows of the same length: each plane load serves the four rows.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+pub unsafe fn planes_dot4(w: [&[u8]; 4], planes: [&[i8]; 4]) -> [i64; 4] {
+    let n = w[0].len();
+    assert!(w.iter().all(|r| r.len() == n) && planes.iter().all(|p| p.len() >= n));
+    let x = planes.map(|p| p.as_ptr());
+    let p = w.map(|r| r.as_ptr());
+    // acc[4r + k]: row r, plane k.
+    let mut acc = [_mm512_setzero_si512(); 16];
+    let mut i = 0;
+    // SAFETY (every load): bytes i..i + 64 (or the masked ones, i..n) of the rows and planes.
+    while i + 64 <= n {
+        let d = x.map(|x| _mm512_loadu_si512(x.add(i) as *const _));
+        for r in 0..4 {
+            let b = _mm512_loadu_si512(p[r].add(i) as *const _);
+            for k in 0..4 {
+                acc[4 * r + k] = _mm512_dpbusd_epi32(acc[4 * r + k], b, d[k]);
+            }
+        }
+        i += 64;
+    }
+    if i < n {
+        let m = tail_mask(n - i);
+        let d = x.map(|x| _mm512_maskz_loadu_epi8(m, x.add(i)));
+        for r in 0..4 {
+            let b = _mm512_maskz_loadu_epi8(m, p[r].add(i) as *const i8);
+            for k in 0..4 {
+                acc[4 * r + k] = _mm512_dpbusd_epi32(acc[4 * r + k], b, d[k]);
+            }
+        }
+    }
+    let mut s = [0i32; 16];
+    _mm512_storeu_si512(s.as_mut_ptr() as *mut _, sums16(&acc));
+    [
+        combine([s[0], s[1], s[2], s[3]]),
+        combine([s[4], s[5], s[6], s[7]]),
+        combine([s[8], s[9], s[10], s[11]]),
+        combine([s[12], s[13], s[14], s[15]]),
+    ]
+}
+
+/// The mask of the first `rem` (0 to 8) 32-bit values.
+#[inline(always)]
+fn mask8(rem: usize) -> __mmask8 {
+    ((1u32 << rem) - 1) as __mmask8
+}
+
+/// A head's dot product: eight products per `vpmuldq` (each value's low 32 bits, signed, to a
+/// 64-bit product), exact in i64, the values past a multiple of eight through a mask.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+pub unsafe fn head_dot(q: &[u8], key: &[u8]) -> i64 {
+    let n = q.len() / 4;
+    let key = &key[..4 * n];
+    let (qp, kp) = (q.as_ptr() as *const i32, key.as_ptr() as *const i32);
+    let mut acc = _mm512_setzero_si512();
+    let mut i = 0;
+    // SAFETY: values i..i + 8 (or the masked ones, i..n) of both slices; unaligned loads.
+    while i + 8 <= n {
+        let a = _mm512_cvtepi32_epi64(_mm256_loadu_si256(qp.add(i) as *const __m256i));
+        let b = _mm512_cvtepi32_epi64(_mm256_loadu_si256(kp.add(i) as *const __m256i));
+        acc = _mm512_add_epi64(acc, _mm512_mul_epi32(a, b));
+        i += 8;
+    }
+    if i < n {
+        let m = mask8(n - i);
+        let a = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(m, qp.add(i)));
+        let b = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(m, kp.add(i)));
+        acc = _mm512_add_epi64(acc, _mm512_mul_epi32(a, b));
+    }
+    _mm512_reduce_add_epi64(acc)
+}
+
+/// The weighted values: each group of eight outputs in one register over the chunk's
+/// positions (a weight fits an i32, at most 2^30: each product is one 64-bit lane of
+/// `vpmuldq`, exact); outputs past a multiple of eight through a mask.
+///
+/// # Safety
+/// The set's features; every row's slice [offset, offset + 4 × acc.len()) inside `rows`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+pub unsafe fn accumulate(
+    acc: &mut [i64],
+    weights: &[u32],
+    rows: &[u8],
+    row_len: usize,
+    offset: usize,
+) {
+    let n = acc.len();
+    let mut j = 0;
+    while j < n {
+        let m = mask8((n - j).min(8));
+        let a = acc.as_mut_ptr().add(j);
+        let mut sum = _mm512_maskz_loadu_epi64(m, a);
+        let mut p = rows.as_ptr().add(offset + 4 * j) as *const i32;
+        for &w in weights {
+            let v = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(m, p));
+            sum = _mm512_add_epi64(sum, _mm512_mul_epi32(v, _mm512_set1_epi64(w as i64)));
+            p = p.byte_add(row_len);
+        }
+        _mm512_mask_storeu_epi64(a, m, sum);
+        j += 8;
+    }
+}
+
+/// A known-answer check of every kernel of the set against exact sums and the portable
+/// kernels, run once before the set is first taken (about a million multiply-accumulates):
+/// every column count from 1 to 130 and 172, 288, 2,048 at the activations' extremes and on
+/// seeded values; heads of 1 to 17, 48 and 64 values. The tests assert the same on every
+/// machine that has the features (`forward::tests`, `head::tests`); this check keeps a machine
+/// the tests never ran on from taking the set if it disagreed there.
+///
+/// # Safety
+/// The set's features.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn agrees() -> bool {
+    use super::portable;
+    use std::vec::Vec;
+    let mut seed = 0x853C_49E6_748F_EA9Bu64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let lengths = (1..=130).chain([172, 288, 2048]);
+    for (round, n) in lengths.enumerate() {
+        let x: Vec<i32> = (0..n)
+            .map(|i| match (round + i) % 7 {
+                0 => 1 << 27,
+                1 => -(1 << 27),
+                _ => (next() % (1 << 28)) as i32 - (1 << 27),
+            })
+            .collect();
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut planes = std::vec![0i8; 4 * n];
+        split_planes(&bytes, &mut planes, n);
+        let plane: [&[i8]; 4] = core::array::from_fn(|k| &planes[k * n..(k + 1) * n]);
+        let rows: Vec<Vec<u8>> = (0..4)
+            .map(|r| {
+                (0..n)
+                    .map(|i| {
+                        if r == 0 {
+                            255
+                        } else {
+                            (next() >> (i % 8)) as u8
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let exact: Vec<i64> = rows
+            .iter()
+            .map(|w| w.iter().zip(&x).map(|(&w, &v)| w as i64 * v as i64).sum())
+            .collect();
+        let four = planes_dot4([&rows[0], &rows[1], &rows[2], &rows[3]], plane);
+        if four[..] != exact[..]
+            || rows
+                .iter()
+                .zip(&exact)
+                .any(|(w, &e)| planes_dot(w, plane) != e)
+        {
+            return false;
+        }
+    }
+    for head_size in (1..=17).chain([48, 64]) {
+        let (positions, row_len) = (9, 4 * head_size + 8);
+        let values: Vec<u8> = (0..positions * row_len).map(|_| next() as u8).collect();
+        let q = &values[..4 * head_size];
+        let query: Vec<i64> = q
+            .chunks_exact(4)
+            .map(|v| crate::infer::state::word(v) as i64)
+            .collect();
+        let key = &values[row_len + 4..row_len + 4 + 4 * head_size];
+        if head_dot(q, key) != portable::head_dot(&query, key) {
+            return false;
+        }
+        let weights: Vec<u32> = (0..positions)
+            .map(|_| (next() % (1 << 30)) as u32)
+            .collect();
+        let (mut a, mut b) = (std::vec![3i64; head_size], std::vec![3i64; head_size]);
+        accumulate(&mut a, &weights, &values, row_len, 8);
+        portable::accumulate(&mut b, &weights, &values, row_len, 8);
+        if a != b {
+            return false;
+        }
+    }
+    true
+}
