@@ -279,7 +279,8 @@ const runAccount = {
     field('seedSlot', u64, 'drawn: the slot whose hash was drawn (the start slot), 0 before the draw'),
     field('seedInForce', u64, "drawn: 0 until the first step after the start slot draws it; chosen: the runner's seed; none: 0"),
     field('slotHash', fixedBytes(32), 'drawn: the hash the seed was drawn from; zero otherwise'),
-    reserved(168, 24),
+    field('encoding', u32, '1 while the text prompt is still tokenized (the state buffer holds the encoding, continued by Steps), else 0'),
+    reserved(172, 20),
     field('body', bytes, 'the state buffer (stateLength bytes), then the text region (textCapacity bytes)'),
   ),
 }

@@ -726,6 +726,7 @@ fn account_layouts_are_the_crates() {
             ("seedSlot", r::SEED_SLOT, 8),
             ("seedInForce", r::SEED, 8),
             ("slotHash", r::SLOT_HASH, 32),
+            ("encoding", r::ENCODING, 4),
         ],
     );
     assert_eq!(run_layout["body"], (run::RUN_HEADER_LEN, None));

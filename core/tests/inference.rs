@@ -7,8 +7,8 @@ mod common;
 use common::*;
 use curta_core::convert::{convert, synth};
 use curta_core::infer::{
-    decode as decode_token, encode, encode_in, encode_scratch_len, state_len, Model, Path, Piece,
-    Progress, Run, RunError, Settings, Status,
+    decode as decode_token, encode, encode_in, encode_scratch_len, state_len, EncodeItem, Encoding,
+    Model, Path, Piece, Progress, Run, RunError, Settings, Status,
 };
 use curta_core::{decode, Config};
 
@@ -344,6 +344,117 @@ fn the_programs_encoding_is_encode() {
             assert_eq!(got, expected, "round {round}: {text:?}");
         }
     }
+}
+
+/// The resumable encoding (`Encoding`, what StartRun and the first Steps of a run do on chain)
+/// cut at random points, its bytes copied to a fresh buffer between cuts (as a run account's
+/// bytes are all that carries it from one transaction to the next), gives `encode`'s ids on
+/// random texts up to 1,300 bytes, on tok512 and the 32,000-token tokenizer.bin; also with the
+/// costs the program counts and budgets of one item, and for the longest StartRun text.
+#[test]
+fn the_resumable_encoding_cut_anywhere_is_encode() {
+    let words: [&[u8]; 16] = [
+        b"Once", b" upon", b" a", b" time", b",", b" there", b" was", b" little", b" girl",
+        b" named", b" Lily", b".", b"\n", b" She", b" loved", b" aaaa",
+    ];
+    let big = {
+        let shape = Config {
+            vocab_size: 32_000,
+            ..synth::TINY
+        };
+        convert(
+            &synth::checkpoint(&shape, true, 1),
+            &read_model("tokenizer.bin"),
+        )
+        .unwrap()
+    };
+    let cost = |item: EncodeItem, _: u32| match item {
+        EncodeItem::Lookup => 700,
+        EncodeItem::Known => 40,
+        EncodeItem::Scan(pairs) => 10 * pairs as u64 + 100,
+    };
+    let mut rng = synth::Rng::new(2626);
+    for art in [stories260k(), big] {
+        let a = decode(&art).unwrap();
+        for round in 0..90 {
+            let len = match round % 3 {
+                0 => rng.below(40) as usize,
+                1 => rng.below(733) as usize,
+                _ => 1_000 + rng.below(301) as usize,
+            };
+            let mut text = Vec::new();
+            while text.len() < len {
+                match rng.below(10) {
+                    0 => text.push(rng.below(256) as u8),
+                    1 => text.extend_from_slice("\u{e9}\u{1F600}".as_bytes()),
+                    _ => text.extend_from_slice(words[rng.below(16) as usize]),
+                }
+            }
+            let mut want = vec![0u32; text.len() + 2];
+            let expected = encode(a.metadata(), &text, &mut want).map(|n| want[..n].to_vec());
+            let extra = [0, 8, 800, 40_000][round % 4];
+            let mut bytes = vec![0xA5u8; encode_scratch_len(text.len()) + extra];
+            let begun = Encoding::begin(&mut bytes, &text).map(|_| ());
+            let got = begun.and_then(|_| {
+                let mut cuts = 0;
+                loop {
+                    // A fresh buffer each time: the bytes alone carry the encoding.
+                    let mut moved = vec![0x5Au8; bytes.len()];
+                    moved.copy_from_slice(&bytes);
+                    bytes = moved;
+                    let mut e = Encoding::resume(&mut bytes).expect("an encoding");
+                    if e.done() {
+                        let mut out = vec![0u32; text.len() + 2];
+                        let n = e.ids(&mut out);
+                        return Ok((out[..n].to_vec(), cuts));
+                    }
+                    let budget = match rng.below(4) {
+                        0 => 1,
+                        1 => rng.below(5_000),
+                        2 => rng.below(300_000),
+                        _ => rng.below(1_200_000),
+                    };
+                    let used = e.advance(a.metadata(), budget, cost)?;
+                    assert!(used > 0 || e.done(), "an advance that did nothing");
+                    cuts += 1;
+                }
+            });
+            let got = got.map(|(ids, cuts)| {
+                assert!(cuts >= 1 || text.is_empty());
+                ids
+            });
+            assert_eq!(got, expected, "round {round}: {text:?}");
+        }
+        // The longest text a StartRun transaction carries, cut by one item a time.
+        let story = &curta_core_story()[..733];
+        let mut want = vec![0u32; story.len() + 2];
+        let n = encode(a.metadata(), story, &mut want).unwrap();
+        let mut bytes = vec![0u8; encode_scratch_len(story.len()) + 16_000];
+        let mut e = Encoding::begin(&mut bytes, story).unwrap();
+        let mut items = 0;
+        while !e.done() {
+            e.advance(a.metadata(), 1, cost).unwrap();
+            items += 1;
+        }
+        let mut out = vec![0u32; story.len() + 2];
+        let m = e.ids(&mut out);
+        assert_eq!(&out[..m], &want[..n]);
+        eprintln!("733 bytes: {n} tokens, {items} items");
+    }
+}
+
+/// An English story of more than 733 bytes (the one tests/program tokenizes on chain).
+fn curta_core_story() -> &'static [u8] {
+    b"Once upon a time, there was a little girl named Lily. She loved to \
+play outside in the park with her big red ball. One day, she saw a small dog under a tree. \
+The dog was sad because it was lost. Lily said, \"Do not be sad, little dog. I will help you \
+find your home.\" They walked and walked until they found a big house with a blue door. A \
+kind old man opened the door and smiled. \"Thank you for finding my dog!\" he said. He gave \
+Lily a cookie and a hug. Lily was very happy. She went home and told her mom about the dog. \
+Her mom said, \"You are a good girl, Lily.\" The next day, Lily went back to the park with \
+her ball. The dog came to play with her. They ran and jumped and laughed all day. When the \
+sun went down, the dog went home to the old man, and Lily went home to her mom. They were \
+all friends, and they played together every day in the big green park by the river."
 }
 
 #[test]

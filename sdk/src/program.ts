@@ -274,6 +274,7 @@ export const PROGRAM_ERRORS: readonly (readonly [string, string])[] = [
   ["SeedNotReady", "a run whose seed is drawn from the chain steps only after the slot it started in: the start slot's hash is not in SlotHashes yet"],
   ["SeedExpired", "the start slot's hash has left SlotHashes (512 slots) before the run's seed was drawn: the run can only be closed"],
   ["NotSlotHashes", "the account is not the SlotHashes sysvar"],
+  ["PromptTooLongToEncode", "the text prompt's working state (curta-core's Encoding) does not fit the run's state buffer: send the prompt as token ids"],
 ]
 
 /** The program error of a custom error code, or undefined for a code the program does not use. */

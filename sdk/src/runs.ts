@@ -78,6 +78,7 @@ export const RUN_FIELD = {
   seedSlot: 120,
   seedInForce: 128,
   slotHash: 136,
+  encoding: 168,
 } as const
 
 /** State buffer header field offsets (docs/inference.md, "The state buffer"). */
@@ -159,6 +160,12 @@ export interface RunAccount {
   seedInForce: bigint
   /** Drawn: the slot hash the seed was drawn from; zero otherwise. */
   slotHash: Uint8Array
+  /**
+   * The text prompt is still being tokenized (header byte 168): the state buffer holds the
+   * encoding's working state, which the next Steps continue; `state` then reads as a running run
+   * at position 0 with no tokens yet (its `config` all zero), `finished` false.
+   */
+  encoding: boolean
   /** The state buffer's header. */
   state: {
     status: RunStatus
@@ -209,6 +216,37 @@ export function decodeRunAccount(data: Uint8Array, address?: string): RunAccount
   if (textLength > textCapacity) throw bad('text length (byte 84)', `at most the capacity ${textCapacity}`, `${textLength}`)
   if (stateLen < STATE_HEADER_LEN) throw bad('state length (byte 92)', `at least ${STATE_HEADER_LEN}`, `${stateLen}`)
   const s = RUN_HEADER_LEN
+  const header = {
+    version: data[f.version]!,
+    seedSource,
+    nonce: u32(f.nonce),
+    model: addressDecoder.decode(data.subarray(f.model, f.model + 32)),
+    runner: addressDecoder.decode(data.subarray(f.runner, f.runner + 32)),
+    stepsLanded: u32(f.stepsLanded),
+    textLength,
+    textCapacity,
+    stateLength: stateLen,
+    temperature: u32(f.temperature),
+    topP: u32(f.topP),
+    runnerSeed: u64(f.runnerSeed),
+    startSlot: u64(f.startSlot),
+    seedSlot: u64(f.seedSlot),
+    seedInForce: u64(f.seedInForce),
+    slotHash: data.slice(f.slotHash, f.slotHash + 32),
+    encoding: u32(f.encoding) === 1,
+  }
+  if (header.encoding) {
+    const config = {} as Config
+    CONFIG_FIELDS.forEach((key) => (config[key] = 0))
+    return {
+      ...header,
+      state: { status: 'running', statusCode: 0, position: 0, steps: textCapacity / TEXT_PER_STEP, promptLength: 0, generated: 0, config },
+      promptTokens: [],
+      generatedTokens: [],
+      text: data.slice(RUN_HEADER_LEN + stateLen, RUN_HEADER_LEN + stateLen + textLength),
+      finished: false,
+    }
+  }
   const tag = ascii(data.subarray(s, s + 8))
   if (tag !== STATE_TAG) throw bad(`state tag (byte ${s})`, JSON.stringify(STATE_TAG), JSON.stringify(tag))
   const config = {} as Config
@@ -226,22 +264,7 @@ export function decodeRunAccount(data: Uint8Array, address?: string): RunAccount
   const ids = (from: number, n: number) => Array.from({ length: n }, (_, i) => u32(s + STATE_HEADER_LEN + 4 * (from + i)))
   const textAt = RUN_HEADER_LEN + stateLen
   return {
-    version: data[f.version]!,
-    seedSource,
-    nonce: u32(f.nonce),
-    model: addressDecoder.decode(data.subarray(f.model, f.model + 32)),
-    runner: addressDecoder.decode(data.subarray(f.runner, f.runner + 32)),
-    stepsLanded: u32(f.stepsLanded),
-    textLength,
-    textCapacity,
-    stateLength: stateLen,
-    temperature: u32(f.temperature),
-    topP: u32(f.topP),
-    runnerSeed: u64(f.runnerSeed),
-    startSlot: u64(f.startSlot),
-    seedSlot: u64(f.seedSlot),
-    seedInForce: u64(f.seedInForce),
-    slotHash: data.slice(f.slotHash, f.slotHash + 32),
+    ...header,
     state: {
       status,
       statusCode,

@@ -384,6 +384,7 @@ test('decodeRunAccount reads an IDL-written run account: header, status, positio
     seedSlot: 1000n,
     seedInForce: 0xfedcba9876543210n,
     slotHash,
+    encoding: 0,
     body,
   }
   const data = idlAccount('run', values)
@@ -402,6 +403,18 @@ test('decodeRunAccount reads an IDL-written run account: header, status, positio
   assert.deepEqual(r.generatedTokens, [7, 9, 11])
   assert.equal(new TextDecoder().decode(r.text), ' Once upon')
   assert.equal(r.finished, true)
+  assert.equal(r.encoding, false)
+
+  // A run still tokenizing its text prompt (header byte 168 is 1): its state buffer holds the
+  // encoding, not a state; it reads as running at position 0 with no tokens, unfinished.
+  const encodingBody = new Uint8Array(stateLen + 128 * steps)
+  encodingBody.set(new TextEncoder().encode('ENC1'))
+  const tokenizing = decodeRunAccount(idlAccount('run', { ...values, textLength: 0, stepsLanded: 2, encoding: 1, body: encodingBody }))
+  assert.equal(tokenizing.encoding, true)
+  assert.equal(tokenizing.finished, false)
+  assert.equal(tokenizing.stepsLanded, 2)
+  assert.deepEqual([tokenizing.state.status, tokenizing.state.position, tokenizing.state.steps, tokenizing.state.generated], ['running', 0, steps, 0])
+  assert.deepEqual([tokenizing.promptTokens, tokenizing.generatedTokens, tokenizing.text.length], [[], [], 0])
 
   // What the program refuses as a run, the decoder refuses too.
   const refused = (bytes: Uint8Array, field: RegExp) =>

@@ -464,11 +464,12 @@ async fn a_sampled_run_of_a_32000_token_vocabulary_runs_on_chain_as_curta_core_r
     }
 }
 
-/// A long text prompt tokenized on chain (issue 26): StartRun encodes with `encode_in` (each
-/// pair looked up when it appears, not in every round), so the longest text a StartRun
+/// A long text prompt tokenized on chain (issue 26): StartRun encodes (curta-core's `Encoding`:
+/// each pair looked up when it appears, not in every round) as much as its budget holds and
+/// the first Steps the rest, into `encode`'s ids: the run's state once the encoding ended is
+/// curta-core's `Run::start` of those ids, byte for byte. The longest text a StartRun
 /// transaction carries (signed and paid by the runner alone: one signature, a packet of 1,232
-/// bytes) is tokenized within its units, into `encode`'s ids: the run's state after StartRun
-/// is curta-core's `Run::start` of those ids, byte for byte.
+/// bytes) is 733 bytes.
 #[tokio::test]
 async fn a_long_text_prompt_is_tokenized_on_chain_as_curta_core_encodes_it() {
     let artifact = curta_tests::stories260k_artifact();
@@ -527,7 +528,10 @@ all friends, and they played together every day in the big green park by the riv
             .await;
         result.unwrap_or_else(|e| panic!("{len} bytes: {e:?}\n{}", logs.join("\n")));
         println!("StartRun, a text of {len} bytes ({n} tokens) on stories260K: {units} CU");
+        assert!(units <= STEP_GOAL);
         let run = run_address(&PROGRAM, &runner.pubkey(), &p.model, nonce);
+        let steps = finish_encoding(&mut bank, &p, &run).await;
+        println!("  then {} encoding steps: {steps:?} CU", steps.len());
         let header = read_run(&mut bank, &run).await;
         let mut expected = vec![0u8; header.state.len()];
         Run::start(&mut expected, &model, &ids, 4, Settings::greedy()).unwrap();
@@ -536,6 +540,223 @@ all friends, and they played together every day in the big green park by the riv
             "{len} bytes: the state after StartRun"
         );
     }
+}
+
+/// Steps with the full budget, one at a time, while the run is encoding its text prompt;
+/// returns each step's units (each at most [`STEP_GOAL`]).
+pub async fn finish_encoding(bank: &mut Bank, p: &Published, run: &Pubkey) -> Vec<u64> {
+    let mut units = vec![];
+    while read_run(bank, run).await.encoding {
+        let step = ix::step(
+            &PROGRAM,
+            run,
+            &p.model,
+            &p.weights,
+            900_000 + units.len() as u32,
+            MAX_STEP_BUDGET,
+        );
+        let (result, logs, used) = bank.send_metered(&with_limit(vec![step]), &[]).await;
+        result.unwrap_or_else(|e| panic!("encoding step refused: {e:?}\n{}", logs.join("\n")));
+        assert!(used <= STEP_GOAL, "an encoding step took {used} CU");
+        units.push(used);
+        assert!(units.len() < 64, "the encoding never ends");
+    }
+    units
+}
+
+/// The encoding off chain, cut as the program cuts it: StartRun's budget, then a Step's
+/// budget at a time. The state buffer's bytes after StartRun and after each encoding step.
+pub fn offline_encoding(artifact: &[u8], text: &[u8], budget: u32) -> Vec<Vec<u8>> {
+    use curta_core::infer::Encoding;
+    use curta_program::run::{encode_costs, START_ENCODE_BUDGET};
+    let decoded = curta_core::decode(artifact).unwrap();
+    let meta = decoded.metadata();
+    let mut state = vec![0u8; curta_core::infer::state_len(&meta.config())];
+    let mut states = vec![];
+    Encoding::begin(&mut state, text).unwrap();
+    let mut cut = START_ENCODE_BUDGET;
+    loop {
+        let mut e = Encoding::resume(&mut state).unwrap();
+        e.advance(meta, cut, encode_costs()).unwrap();
+        let done = e.done();
+        states.push(state.clone());
+        if done {
+            return states;
+        }
+        cut = budget as u64;
+    }
+}
+
+/// The most text one StartRun carries (733 bytes of English) on a model of llama2.c's
+/// 32,000-token tokenizer (tokenizer.bin, which merges much: 164 tokens), tokenized on chain:
+/// StartRun does what fits its units and the first Steps continue (each within 1,200,000
+/// units), the state after each is curta-core's `Encoding` cut the same way, and the state once
+/// encoded is `Run::start` of `encode`'s ids, byte for byte; then a few tokens as curta-core's.
+/// A second run of the same prompt (sampled, a chosen seed) is stepped by two signers with
+/// steps in flight together (landing in any order, duplicates of work included) and ends in
+/// the in-order run's bytes.
+#[tokio::test]
+async fn a_733_byte_prompt_is_tokenized_over_the_first_steps() {
+    let artifact = curta_tests::tokenizer_bin_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let config = config_of(&artifact);
+    let text = &curta_tests::STORY[..733];
+    let decoded = curta_core::decode(&artifact).unwrap();
+    let model = Model::from_artifact(&decoded).unwrap();
+    let mut ids = vec![0u32; text.len() + 2];
+    let n = curta_core::infer::encode(decoded.metadata(), text, &mut ids).unwrap();
+    ids.truncate(n);
+    println!("733 bytes of English: {n} tokens of tokenizer.bin");
+    let runner = bank.mallory.insecure_clone();
+    let steps = 3;
+    let encoding = offline_encoding(&artifact, text, MAX_STEP_BUDGET);
+    assert!(
+        encoding.len() >= 2,
+        "the encoding fits StartRun: no test of the steps"
+    );
+
+    // In order, one step at a time, greedy.
+    let settings = Settings::greedy();
+    let (run, instructions) = start_instructions(
+        &p,
+        &config,
+        &runner.pubkey(),
+        0,
+        steps,
+        &settings,
+        OwnedPrompt::Text(text.to_vec()),
+    );
+    let (result, logs, units) = bank
+        .send_metered(&with_limit(instructions), &[&runner])
+        .await;
+    result.unwrap_or_else(|e| panic!("StartRun refused: {e:?}\n{}", logs.join("\n")));
+    println!("StartRun of 733 bytes: {units} CU");
+    assert!(units <= STEP_GOAL);
+    let mut all = vec![];
+    for (i, expected) in encoding.iter().enumerate() {
+        let header = read_run(&mut bank, &run).await;
+        assert_eq!(header.encoding, i + 1 < encoding.len());
+        if header.encoding {
+            assert!(header.state == *expected, "the encoding after {i} steps");
+            // A step while encoding is not refused by the seed or the run's state.
+            let step = ix::step(
+                &PROGRAM,
+                &run,
+                &p.model,
+                &p.weights,
+                i as u32,
+                MAX_STEP_BUDGET,
+            );
+            let (result, logs, used) = bank.send_metered(&with_limit(vec![step]), &[]).await;
+            result.unwrap_or_else(|e| panic!("step {i} refused: {e:?}\n{}", logs.join("\n")));
+            assert!(used <= STEP_GOAL, "encoding step {i}: {used} CU");
+            all.push(used);
+        }
+    }
+    println!("encoding steps: {all:?} CU");
+    let header = read_run(&mut bank, &run).await;
+    assert!(!header.encoding);
+    let mut expected = vec![0u8; header.state.len()];
+    Run::start(&mut expected, &model, &ids, steps, settings).unwrap();
+    assert!(header.state == expected, "the state once encoded");
+    assert_eq!(header.steps_landed, all.len() as u32);
+    let off = offline(&artifact, &ids, steps, settings, MAX_STEP_BUDGET);
+    for (i, state) in off.steps.iter().enumerate() {
+        let step = ix::step(
+            &PROGRAM,
+            &run,
+            &p.model,
+            &p.weights,
+            1000 + i as u32,
+            MAX_STEP_BUDGET,
+        );
+        let (result, logs, used) = bank.send_metered(&with_limit(vec![step]), &[]).await;
+        result.unwrap_or_else(|e| panic!("step {i} refused: {e:?}\n{}", logs.join("\n")));
+        assert!(used <= STEP_GOAL);
+        assert!(
+            read_run(&mut bank, &run).await.state == *state,
+            "after step {i}"
+        );
+    }
+    let header = read_run(&mut bank, &run).await;
+    assert_eq!(generated(&header, n), off.tokens);
+    assert_eq!(header.text, off.text);
+
+    // Sampled, a chosen seed: steps of two signers in flight together, in any order.
+    let settings = Settings {
+        temperature: 52_429,
+        top_p: 58_982,
+        seed: 26,
+    };
+    let (run, instructions) = start_instructions(
+        &p,
+        &config,
+        &runner.pubkey(),
+        1,
+        steps,
+        &settings,
+        OwnedPrompt::Text(text.to_vec()),
+    );
+    bank.send(&with_limit(instructions), &[&runner])
+        .await
+        .unwrap();
+    let off = offline(&artifact, &ids, steps, settings, MAX_STEP_BUDGET);
+    let stranger = bank.authority.insecure_clone();
+    let client = bank.ctx.banks_client.clone();
+    let mut ticket = 5_000u32;
+    // The prompt's 192 positions and 3 tokens: a few hundred steps of these budgets.
+    for _round in 0..400 {
+        let header = read_run(&mut bank, &run).await;
+        if !header.encoding && curta_core::le::u32_at(&header.state, 20) != 0 {
+            break;
+        }
+        let blockhash = bank.ctx.banks_client.get_latest_blockhash().await.unwrap();
+        let txs: Vec<_> = (0..6)
+            .map(|k| {
+                ticket += 1;
+                let payer = if k % 2 == 0 { &runner } else { &stranger };
+                let budget = [MAX_STEP_BUDGET, 600_000, 1][k % 3];
+                solana_sdk::transaction::Transaction::new_signed_with_payer(
+                    &with_limit(vec![ix::step(
+                        &PROGRAM, &run, &p.model, &p.weights, ticket, budget,
+                    )]),
+                    Some(&payer.pubkey()),
+                    &[payer],
+                    blockhash,
+                )
+            })
+            .collect();
+        let results = futures::future::join_all(txs.into_iter().map(|tx| {
+            let client = client.clone();
+            async move { client.process_transaction(tx).await }
+        }))
+        .await;
+        for result in results {
+            if let Err(e) = result {
+                assert_eq!(
+                    e.unwrap(),
+                    TransactionError::InstructionError(1, custom(CurtaError::RunEnded))
+                );
+            }
+        }
+    }
+    let header = read_run(&mut bank, &run).await;
+    assert!(!header.encoding);
+    let end = off.steps.last().unwrap();
+    let differs: Vec<usize> = (0..end.len())
+        .filter(|&i| header.state[i] != end[i])
+        .collect();
+    assert!(
+        differs.is_empty(),
+        "the sampled run's end: {} bytes differ, first at {:?}; status {} position {}",
+        differs.len(),
+        &differs[..differs.len().min(8)],
+        curta_core::le::u32_at(&header.state, 20),
+        curta_core::le::u32_at(&header.state, 28)
+    );
+    assert_eq!(generated(&header, n), off.tokens);
+    assert_eq!(header.text, off.text);
 }
 
 /// The run's bytes before and after a refused instruction are the same.
@@ -1138,4 +1359,208 @@ async fn step_cost_calibration() {
             }
         }
     }
+}
+
+/// A text prompt's ids exist only once its encoding ends, where `Run::start` checks them.
+/// StartRun refuses before what it can (`InvalidRun`: steps past the context for any text of two
+/// tokens or more, sampling settings out of range), so only a text whose ids leave too little
+/// context for the steps gets that far: the step that would end its encoding is refused
+/// (`InvalidRun`, nothing changed, every time), and its runner closes the run with every
+/// lamport back, as any run still encoding.
+#[tokio::test]
+async fn a_long_prompt_that_cannot_start_is_refused_or_closed() {
+    let artifact = curta_tests::tokenizer_bin_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let config = config_of(&artifact);
+    let text = curta_tests::STORY[..733].to_vec();
+    let decoded = curta_core::decode(&artifact).unwrap();
+    let mut ids = vec![0u32; text.len() + 2];
+    let n = curta_core::infer::encode(decoded.metadata(), &text, &mut ids).unwrap() as u32;
+    let runner = bank.mallory.insecure_clone();
+    let context = config.context_length;
+    let refused_at_start = [
+        // Steps the context holds for no prompt of two tokens.
+        (context, Settings::greedy()),
+        // A temperature above 16.
+        (
+            4,
+            Settings {
+                temperature: 16 * 65_536 + 1,
+                ..SAMPLED
+            },
+        ),
+    ];
+    for (nonce, (steps, settings)) in refused_at_start.into_iter().enumerate() {
+        let (run, instructions) = start_instructions(
+            &p,
+            &config,
+            &runner.pubkey(),
+            nonce as u32,
+            steps,
+            &settings,
+            OwnedPrompt::Text(text.clone()),
+        );
+        let (result, _, _) = bank
+            .send_metered(&with_limit(instructions), &[&runner])
+            .await;
+        assert_eq!(
+            result.unwrap_err(),
+            TransactionError::InstructionError(2, custom(CurtaError::InvalidRun)),
+            "{steps} steps, {settings:?}"
+        );
+        assert!(bank.account(&run).await.is_none());
+    }
+
+    // One step more than the context leaves after the text's ids: started, encoded, never run.
+    let steps = context + 2 - n;
+    let before = bank.lamports(&runner.pubkey()).await;
+    let (run, instructions) = start_instructions(
+        &p,
+        &config,
+        &runner.pubkey(),
+        9,
+        steps,
+        &Settings::greedy(),
+        OwnedPrompt::Text(text.clone()),
+    );
+    bank.send(&with_limit(instructions), &[&runner])
+        .await
+        .unwrap();
+    let rent = bank.lamports(&run).await;
+    let mut ticket = 0;
+    loop {
+        let header = read_run(&mut bank, &run).await;
+        assert!(header.encoding);
+        ticket += 1;
+        let step = ix::step(
+            &PROGRAM,
+            &run,
+            &p.model,
+            &p.weights,
+            ticket,
+            MAX_STEP_BUDGET,
+        );
+        match bank.send_logged(&with_limit(vec![step]), &[]).await {
+            (Ok(()), _) => assert!(ticket < 64, "the encoding never ends"),
+            (Err(e), logs) => {
+                println!("{}", logs.join("\n"));
+                assert_eq!(
+                    e,
+                    TransactionError::InstructionError(1, custom(CurtaError::InvalidRun))
+                );
+                // Refused again, and nothing changed.
+                let step = ix::step(&PROGRAM, &run, &p.model, &p.weights, 999, MAX_STEP_BUDGET);
+                assert_eq!(
+                    bank.send(&with_limit(vec![step]), &[]).await.unwrap_err(),
+                    TransactionError::InstructionError(1, custom(CurtaError::InvalidRun))
+                );
+                assert_eq!(read_run(&mut bank, &run).await, header);
+                break;
+            }
+        }
+    }
+    bank.send(
+        &[ix::close_run(&PROGRAM, &run, &runner.pubkey())],
+        &[&runner],
+    )
+    .await
+    .unwrap();
+    assert!(bank.account(&run).await.is_none());
+    assert_eq!(bank.lamports(&runner.pubkey()).await, before);
+    assert!(rent > 0);
+}
+
+/// `run::encode_cost` against the VM: the 733-byte text on the 32,000-token tokenizer, encoded
+/// by steps of varied budgets; for each step the items it did (counted off chain: lookups,
+/// known items, rounds and the pairs they scanned), the estimate and the units the VM measured
+/// (printed: the constants' source). Every step's units are at most its estimate plus the
+/// 25,000 between the largest budget (1,175,000) and the 1,200,000 a step may take.
+#[tokio::test]
+async fn encode_cost_covers_what_the_vm_measures() {
+    use curta_core::infer::{EncodeItem, Encoding};
+    use curta_program::run::encode_cost;
+    use std::cell::Cell;
+    let artifact = curta_tests::tokenizer_bin_artifact();
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let config = config_of(&artifact);
+    let decoded = curta_core::decode(&artifact).unwrap();
+    let meta = decoded.metadata();
+    let text = curta_tests::STORY[..733].to_vec();
+    let runner = bank.mallory.insecure_clone();
+    let (run, instructions) = start_instructions(
+        &p,
+        &config,
+        &runner.pubkey(),
+        0,
+        3,
+        &Settings::greedy(),
+        OwnedPrompt::Text(text.clone()),
+    );
+    bank.send(&with_limit(instructions), &[&runner])
+        .await
+        .unwrap();
+    println!("| budget | lookups | known | rounds | pairs | estimate | measured |");
+    let budgets = [
+        100_000u32,
+        300_000,
+        1,
+        600_000,
+        50_000,
+        200_000,
+        MAX_STEP_BUDGET,
+    ];
+    let mut steps = 0;
+    loop {
+        let header = read_run(&mut bank, &run).await;
+        if !header.encoding {
+            break;
+        }
+        let budget = budgets[steps % budgets.len()];
+        // The items the step does: those whose cost was counted into the estimate.
+        let counts = Cell::new([0u64; 4]);
+        let mut state = header.state.clone();
+        let mut e = Encoding::resume(&mut state).unwrap();
+        let done = Cell::new(0u64);
+        let estimate = e
+            .advance(meta, budget as u64, |item, vocab| {
+                let cost = encode_cost(item, vocab);
+                let mut c = counts.get();
+                if done.get() == 0 || done.get() + cost <= budget as u64 {
+                    match item {
+                        EncodeItem::Lookup => c[0] += 1,
+                        EncodeItem::Known => c[1] += 1,
+                        EncodeItem::Scan(pairs) => {
+                            c[2] += 1;
+                            c[3] += pairs as u64
+                        }
+                    }
+                    done.set(done.get() + cost);
+                }
+                counts.set(c);
+                cost
+            })
+            .unwrap();
+        assert_eq!(done.get(), estimate);
+        let finished = e.done();
+        let step = ix::step(&PROGRAM, &run, &p.model, &p.weights, steps as u32, budget);
+        let (result, logs, units) = bank.send_metered(&with_limit(vec![step]), &[]).await;
+        result.unwrap_or_else(|e| panic!("{e:?}\n{}", logs.join("\n")));
+        let c = counts.get();
+        println!(
+            "| {budget} | {} | {} | {} | {} | {estimate} | {units} |",
+            c[0], c[1], c[2], c[3]
+        );
+        assert!(
+            units <= estimate + 25_000,
+            "{units} units over the estimate {estimate}"
+        );
+        assert!(units <= STEP_GOAL);
+        // The chain's encoding is curta-core's cut the same way (until the step that ends it,
+        // which starts the run).
+        assert!(finished || read_run(&mut bank, &run).await.state == state);
+        steps += 1;
+    }
+    assert!(steps >= 7, "{steps} steps: every budget not tried");
 }

@@ -58,6 +58,46 @@ pub fn stories260k_artifact() -> Vec<u8> {
         .clone()
 }
 
+/// A small synthetic model with the real 32,000-token tokenizer of llama2.c
+/// (models/tokenizer.bin, which merges much): dimension 64, hidden 172, 2 layers of 4 heads,
+/// context 256 (room for a 733-byte English prompt's tokens and a few more), converted once per
+/// test binary.
+pub fn tokenizer_bin_artifact() -> Vec<u8> {
+    static ARTIFACT: OnceLock<Vec<u8>> = OnceLock::new();
+    ARTIFACT
+        .get_or_init(|| {
+            let config = curta_core::Config {
+                dim: 64,
+                hidden_dim: 172,
+                layers: 2,
+                heads: 4,
+                kv_heads: 4,
+                vocab_size: 32_000,
+                context_length: 256,
+            };
+            let checkpoint = curta_core::convert::synth::checkpoint(&config, false, 26);
+            let path = models_dir().join("tokenizer.bin");
+            let tokenizer =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            curta_core::convert::convert(&checkpoint, &tokenizer)
+                .unwrap_or_else(|e| panic!("converting with tokenizer.bin: {e}"))
+        })
+        .clone()
+}
+
+/// An English story of 874 bytes: its first 733 are the most text one StartRun transaction
+/// carries (tests/program/runs.rs measures it).
+pub const STORY: &[u8] = b"Once upon a time, there was a little girl named Lily. She loved to \
+play outside in the park with her big red ball. One day, she saw a small dog under a tree. \
+The dog was sad because it was lost. Lily said, \"Do not be sad, little dog. I will help you \
+find your home.\" They walked and walked until they found a big house with a blue door. A \
+kind old man opened the door and smiled. \"Thank you for finding my dog!\" he said. He gave \
+Lily a cookie and a hug. Lily was very happy. She went home and told her mom about the dog. \
+Her mom said, \"You are a good girl, Lily.\" The next day, Lily went back to the park with \
+her ball. The dog came to play with her. They ran and jumped and laughed all day. When the \
+sun went down, the dog went home to the old man, and Lily went home to her mom. They were \
+all friends, and they played together every day in the big green park by the river.";
+
 /// The sections of an artifact, as the section table of its header lays them out (read
 /// directly from the header bytes: section count at byte 36, entries of 16 bytes at 128).
 pub fn split_sections(artifact: &[u8]) -> Vec<Vec<u8>> {

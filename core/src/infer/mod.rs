@@ -22,4 +22,6 @@ pub use model::{Model, Rows};
 pub use run::{Progress, Run, Stage};
 pub use sample::{next_random, Settings, MAX_TEMPERATURE, ONE};
 pub use state::{state_len, Mode, StateLayout, Status, STATE_TAG};
-pub use tokenizer::{decode, encode, encode_in, encode_scratch_len, lookup, Piece, BOS, EOS};
+pub use tokenizer::{
+    decode, encode, encode_in, encode_scratch_len, lookup, EncodeItem, Encoding, Piece, BOS, EOS,
+};

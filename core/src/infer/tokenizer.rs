@@ -174,18 +174,15 @@ impl<'a> Words<'a> {
     }
 }
 
-/// Bytes of scratch [`encode_in`] needs for `text_len` bytes of text.
+/// Bytes of scratch [`encode_in`] and [`Encoding::begin`] need for `text_len` bytes of text
+/// (more is a pair cache, up to 32,768 bytes: see [`Encoding`]).
 pub const fn encode_scratch_len(text_len: usize) -> usize {
-    4 * 256 + 8 * (text_len + 2)
+    enc::MEMO + 4 * 256 + text_len.div_ceil(4) * 4 + 12 * (text_len + 2)
 }
 
-/// [`encode`]'s ids (or its error) with less work, for the program's StartRun: each adjacent
-/// pair is looked up once when it appears (at the start, or beside a merge) instead of in every
-/// round, its candidate (the merged token's score key and id) kept in `scratch` between rounds,
-/// and each single-byte character is looked up once. A round is then a scan of the kept
-/// candidates (the highest key, the leftmost among equals, as in [`encode`]) and at most two
-/// lookups. `scratch` needs [`encode_scratch_len`] bytes (its words are read with word loads
-/// on chain: 4-byte aligned there); its contents are left undefined.
+/// [`encode`]'s ids (or its error) with less work: [`Encoding`] run to its end in one go, the
+/// ids copied to `out` (`text.len() + 2` entries). `scratch` needs [`encode_scratch_len`]
+/// bytes; its contents are left undefined.
 pub fn encode_in(
     meta: &Metadata,
     text: &[u8],
@@ -193,147 +190,377 @@ pub fn encode_in(
     scratch: &mut [u8],
 ) -> Result<usize, RunError> {
     let needed = text.len() + 2;
-    if out.len() < needed || scratch.len() < encode_scratch_len(text.len()) {
+    if out.len() < needed {
         return Err(RunError::TokenBuffer {
-            len: out.len().min(scratch.len() / 8),
+            len: out.len(),
             needed,
         });
     }
-    let (memo, rest) = scratch.split_at_mut(4 * 256);
-    let (keys, rest) = rest.split_at_mut(4 * needed);
-    let (ids, rest) = rest.split_at_mut(4 * needed);
-    // The rest, up to 4,096 slots of 8 bytes (a power of two), caches pairs by their ids:
-    // word 2s the pair (a × 2^16 + b: ids are below 65,536), word 2s + 1 0 for an empty
-    // slot, 1 for no token, id + 2.
-    let mut slots = 4096;
-    while slots > rest.len() / 8 {
-        slots /= 2;
-    }
-    let cache = &mut rest[..8 * slots];
-    zero(cache);
-    // Per byte value: 0 not looked up yet, 1 no token, id + 2.
-    zero(memo);
-    let words = Words::new(meta);
-    let mut n = 0;
-    out[n] = BOS;
-    n += 1;
-    // The space prefix (for a non-empty text), then the characters: one lookup site (on SBF
-    // each inlined lookup is code), single bytes looked up once.
-    let mut prefix = !text.is_empty();
-    let mut start = 0;
-    while prefix || start < text.len() {
-        let mut end = start + 1;
-        while !prefix && end < text.len() && text[end] & 0xC0 == 0x80 && end - start < 4 {
-            end += 1;
-        }
-        let chars = match prefix {
-            true => &b" "[..],
-            false => &text[start..end],
-        };
-        let known = match chars {
-            [b] => get_u32(memo, *b as usize),
-            _ => 0,
-        };
-        let found = match known {
-            0 => words.lookup(chars)?,
-            1 => None,
-            id => Some(id - 2),
-        };
-        if let [b] = chars {
-            set_u32(memo, *b as usize, found.map_or(1, |id| id + 2));
-        }
-        match found {
-            Some(id) => {
-                out[n] = id;
-                n += 1;
-            }
-            None if prefix => return Err(RunError::NoSpaceToken),
-            None => {
-                for &b in chars {
-                    out[n] = b as u32 + BYTE_TOKENS;
-                    n += 1;
-                }
-            }
-        }
-        if !prefix {
-            start = end;
-        }
-        prefix = false;
-    }
-    // Pair i's candidate: ids[i] = 0 when the pair is no token, else its id + 1 and keys[i]
-    // its score key.
-    let mut pair = [0u8; 2 * MAX_TOKEN_LEN];
-    // The pairs to look up: every pair at first, then those beside the merge.
-    let mut new = 0..n.saturating_sub(1);
-    loop {
-        for i in new {
-            candidate(&words, &mut pair, out, keys, ids, cache, i)?;
-        }
-        let mut best: Option<(u32, usize)> = None;
-        for i in 0..n.saturating_sub(1) {
-            if get_u32(ids, i) != 0 {
-                let key = get_u32(keys, i);
-                if best.is_none_or(|(k, _)| key > k) {
-                    best = Some((key, i));
-                }
-            }
-        }
-        let Some((_, i)) = best else { break };
-        out[i] = get_u32(ids, i) - 1;
-        out.copy_within(i + 2..n, i + 1);
-        // Pairs past the merged one move down by one; the pairs on either side are new.
-        if i + 2 < n - 1 {
-            keys.copy_within(4 * (i + 2)..4 * (n - 1), 4 * (i + 1));
-            ids.copy_within(4 * (i + 2)..4 * (n - 1), 4 * (i + 1));
-        }
-        n -= 1;
-        new = i.saturating_sub(1)..(i + 1).min(n - 1);
-    }
-    Ok(n)
+    let mut encoding = Encoding::begin(scratch, text)?;
+    encoding.advance(meta, u64::MAX, |_, _| 1)?;
+    Ok(encoding.ids(out))
 }
 
-/// [`encode_in`]'s candidate of pair `i`. Inlined: on SBF a call passes at most five
-/// arguments and returns no aggregate.
-#[inline(always)]
-fn candidate(
-    words: &Words,
-    pair: &mut [u8; 2 * MAX_TOKEN_LEN],
-    out: &[u32],
-    keys: &mut [u8],
-    ids: &mut [u8],
-    cache: &mut [u8],
-    i: usize,
-) -> Result<(), RunError> {
-    let tag = out[i] << 16 | (out[i + 1] & 0xFFFF);
-    let slot = match cache.len() / 8 {
-        0 => None,
-        slots => Some((tag.wrapping_mul(0x9E37_79B1) >> 16) as usize & (slots - 1)),
-    };
-    let cached = match slot {
-        Some(s) if get_u32(cache, 2 * s) == tag => get_u32(cache, 2 * s + 1),
-        _ => 0,
-    };
-    let found = match cached {
-        0 => {
-            let a = words.text(out[i]);
-            let b = words.text(out[i + 1]);
-            pair[..a.len()].copy_from_slice(a);
-            pair[a.len()..a.len() + b.len()].copy_from_slice(b);
-            let found = words.lookup(&pair[..a.len() + b.len()])?;
-            if let Some(s) = slot {
-                set_u32(cache, 2 * s, tag);
-                set_u32(cache, 2 * s + 1, found.map_or(1, |id| id + 2));
-            }
-            found
+/// The encoder's header words and regions in its scratch (byte offsets, all multiples of 4).
+mod enc {
+    /// "ENC1": the scratch holds an encoding.
+    pub const TAG: usize = 0;
+    pub const TAG_VALUE: u32 = u32::from_le_bytes(*b"ENC1");
+    /// 0 while the characters are read, 1 while pairs are looked up and merged, 2 at the end.
+    pub const PHASE: usize = 1;
+    pub const TEXT_LEN: usize = 2;
+    /// The next byte of the text to read (phase 0).
+    pub const CURSOR: usize = 3;
+    /// The tokens so far.
+    pub const COUNT: usize = 4;
+    /// The pairs still to look up before the next round's scan: NEW_START..NEW_END.
+    pub const NEW_START: usize = 5;
+    pub const NEW_END: usize = 6;
+    /// The pair cache's slots (a power of two, or 0).
+    pub const SLOTS: usize = 7;
+    /// 1 while the space prefix is still to look up.
+    pub const PREFIX: usize = 8;
+    /// Where the per-byte memo starts (bytes): after 12 header words.
+    pub const MEMO: usize = 48;
+    pub const DONE: u32 = 2;
+}
+
+/// One item of an [`Encoding`]'s work, what its cost is counted by (a Step's budget while a run
+/// is encoding: `curta_program::run::encode_cost`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncodeItem {
+    /// A binary search over the sorted ids (a character, or a pair not in the cache).
+    Lookup,
+    /// A character of one byte already looked up, or a pair found in the cache.
+    Known,
+    /// A round's scan of this many kept candidates, and its merge.
+    Scan(u32),
+}
+
+/// [`encode`] made resumable: its whole working state (the text, the tokens so far, each
+/// adjacent pair's candidate, a per-byte memo, a pair cache and where it stands) lives in a
+/// caller's scratch, so that the work can be cut anywhere ([`Encoding::advance`] with a budget)
+/// and continued later from the bytes alone, with the same ids as [`encode`] however it is cut.
+///
+/// The work, in items: the space prefix and then each UTF-8 character looked up (single bytes
+/// once, by the memo); then every adjacent pair's candidate (the merged token's score key and
+/// id) looked up once when it appears (at the start, or beside a merge; the cache of up to
+/// 4,096 pairs by their ids spares repeated lookups); a round is a scan of the kept candidates
+/// for the highest key (the leftmost among equals, as [`encode`]) and its merge, then the
+/// lookups of the two new pairs beside it.
+///
+/// The scratch: 12 header words ([`enc`]), the memo (256 words: per byte value 0 not looked
+/// up yet, 1 no token, id + 2), the text (rounded up to 4 bytes), the tokens, the keys and the
+/// ids (`text_len + 2` words each: ids[i] = 0 when pair i is no token, else its id + 1, and
+/// keys[i] its score key), then the cache: the rest, at most 4,096 slots of 8 bytes (a power of
+/// two): word 2s the pair (a × 2^16 + b: ids are below 65,536), word 2s + 1 0 for an empty
+/// slot, 1 for no token, id + 2. On chain its words are read with word loads: the scratch is
+/// 4-byte aligned there.
+pub struct Encoding<'s> {
+    s: &'s mut [u8],
+}
+
+impl<'s> Encoding<'s> {
+    /// Starts the encoding of `text` in `scratch` (no lookup yet): `scratch` needs
+    /// [`encode_scratch_len`] bytes, else [`RunError::TokenBuffer`] (`needed` is the text's
+    /// ids, `len` the ids the scratch would hold).
+    pub fn begin(scratch: &'s mut [u8], text: &[u8]) -> Result<Encoding<'s>, RunError> {
+        let len = text.len();
+        if scratch.len() < encode_scratch_len(len) {
+            return Err(RunError::TokenBuffer {
+                len: scratch.len().saturating_sub(enc::MEMO + 4 * 256) / 13,
+                needed: len + 2,
+            });
         }
-        1 => None,
-        id => Some(id - 2),
-    };
-    if let Some(id) = found {
-        set_u32(keys, i, get_u32(words.entries, 4 * id as usize));
+        let rest = scratch.len() - encode_scratch_len(len);
+        let mut slots = 4096;
+        while slots > rest / 8 {
+            slots /= 2;
+        }
+        zero(&mut scratch[..enc::MEMO + 4 * 256]);
+        let mut e = Encoding { s: scratch };
+        for (at, value) in [
+            (enc::TAG, enc::TAG_VALUE),
+            (enc::TEXT_LEN, len as u32),
+            (enc::SLOTS, slots as u32),
+            (enc::PREFIX, !text.is_empty() as u32),
+        ] {
+            e.set(at, value);
+        }
+        let at = e.text_at();
+        e.s[at..at + len].copy_from_slice(text);
+        let tokens = e.tokens_at();
+        set_u32(&mut e.s[tokens..], 0, BOS);
+        e.set(enc::COUNT, 1);
+        let cache = e.cache_at();
+        zero(&mut e.s[cache..cache + 8 * slots]);
+        if text.is_empty() {
+            e.set(enc::PHASE, enc::DONE);
+        }
+        Ok(e)
     }
-    set_u32(ids, i, found.map_or(0, |id| id + 1));
-    Ok(())
+
+    /// The encoding `scratch` holds ([`Encoding::begin`]'s bytes, advanced any number of
+    /// times), or `None` when its header does not read as one that fits it.
+    pub fn resume(scratch: &'s mut [u8]) -> Option<Encoding<'s>> {
+        if scratch.len() < enc::MEMO {
+            return None;
+        }
+        let e = Encoding { s: scratch };
+        let len = e.get(enc::TEXT_LEN) as usize;
+        let fits = e.get(enc::TAG) == enc::TAG_VALUE
+            && len <= e.s.len()
+            && encode_scratch_len(len) + 8 * e.get(enc::SLOTS) as usize <= e.s.len()
+            && e.get(enc::COUNT) as usize <= len + 2
+            && e.get(enc::COUNT) >= 1
+            && e.get(enc::CURSOR) as usize <= len
+            && e.get(enc::NEW_END) <= e.get(enc::COUNT)
+            && e.get(enc::SLOTS).is_power_of_two() | (e.get(enc::SLOTS) == 0);
+        fits.then_some(e)
+    }
+
+    /// Whether the encoding ended: [`Encoding::ids`] are `encode`'s.
+    pub fn done(&self) -> bool {
+        self.get(enc::PHASE) == enc::DONE
+    }
+
+    /// The text's length in bytes.
+    pub fn text_len(&self) -> usize {
+        self.get(enc::TEXT_LEN) as usize
+    }
+
+    /// The text being encoded.
+    pub fn text(&self) -> &[u8] {
+        let at = self.text_at();
+        &self.s[at..at + self.text_len()]
+    }
+
+    /// The tokens so far (the ids once [`Encoding::done`]) into `out`, returning how many
+    /// (at most `out.len()`).
+    pub fn ids(&self, out: &mut [u32]) -> usize {
+        let n = (self.get(enc::COUNT) as usize).min(out.len());
+        let tokens = &self.s[self.tokens_at()..];
+        for (i, slot) in out[..n].iter_mut().enumerate() {
+            *slot = get_u32(tokens, i);
+        }
+        n
+    }
+
+    /// Where the encoding stands, for comparing two encodings of one text by their point of
+    /// progress: the phase, then the characters read or the tokens left (fewer is later), then
+    /// the pairs looked up.
+    pub fn point(&self) -> (u32, u32, u32) {
+        match self.get(enc::PHASE) {
+            0 => (0, self.get(enc::CURSOR) + 1 - self.get(enc::PREFIX), 0),
+            phase => (
+                phase,
+                u32::MAX - self.get(enc::COUNT),
+                self.get(enc::NEW_START),
+            ),
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, at: usize) -> u32 {
+        get_u32(self.s, at)
+    }
+
+    #[inline(always)]
+    fn set(&mut self, at: usize, value: u32) {
+        set_u32(self.s, at, value)
+    }
+
+    #[inline(always)]
+    fn text_at(&self) -> usize {
+        enc::MEMO + 4 * 256
+    }
+
+    #[inline(always)]
+    fn tokens_at(&self) -> usize {
+        self.text_at() + self.text_len().div_ceil(4) * 4
+    }
+
+    #[inline(always)]
+    fn keys_at(&self) -> usize {
+        self.tokens_at() + 4 * (self.text_len() + 2)
+    }
+
+    #[inline(always)]
+    fn ids_at(&self) -> usize {
+        self.keys_at() + 4 * (self.text_len() + 2)
+    }
+
+    #[inline(always)]
+    fn cache_at(&self) -> usize {
+        self.ids_at() + 4 * (self.text_len() + 2)
+    }
+
+    /// Does items of work while their costs (`cost(item, vocab size)`) fit `budget`, at least
+    /// one (none once done). Returns the cost of what it did. Any cut gives the same ids.
+    pub fn advance(
+        &mut self,
+        meta: &Metadata,
+        budget: u64,
+        cost: impl Fn(EncodeItem, u32) -> u64,
+    ) -> Result<u64, RunError> {
+        let words = Words::new(meta);
+        let len = self.text_len();
+        let slots = self.get(enc::SLOTS) as usize;
+        // The regions apart: the memo, the text, the tokens, the keys, the ids and the cache.
+        let (head, rest) = self.s.split_at_mut(enc::MEMO);
+        let (memo, rest) = rest.split_at_mut(4 * 256);
+        let (text, rest) = rest.split_at_mut(len.div_ceil(4) * 4);
+        let text = &text[..len];
+        let (out, rest) = rest.split_at_mut(4 * (len + 2));
+        let (keys, rest) = rest.split_at_mut(4 * (len + 2));
+        let (ids, rest) = rest.split_at_mut(4 * (len + 2));
+        let cache = &mut rest[..8 * slots];
+        let mut used = 0u64;
+        let mut pair = [0u8; 2 * MAX_TOKEN_LEN];
+        loop {
+            let mut n = get_u32(head, enc::COUNT) as usize;
+            match get_u32(head, enc::PHASE) {
+                0 => {
+                    // The space prefix, then the characters: one lookup site (on SBF each
+                    // inlined lookup is code), single bytes looked up once.
+                    let prefix = get_u32(head, enc::PREFIX) == 1;
+                    let start = get_u32(head, enc::CURSOR) as usize;
+                    let mut end = start + 1;
+                    while !prefix && end < len && text[end] & 0xC0 == 0x80 && end - start < 4 {
+                        end += 1;
+                    }
+                    let chars = match prefix {
+                        true => &b" "[..],
+                        false => &text[start..end],
+                    };
+                    let known = match chars {
+                        [b] => get_u32(memo, *b as usize),
+                        _ => 0,
+                    };
+                    let item = match known {
+                        0 => EncodeItem::Lookup,
+                        _ => EncodeItem::Known,
+                    };
+                    let c = cost(item, words.vocab);
+                    if used > 0 && used.saturating_add(c) > budget {
+                        return Ok(used);
+                    }
+                    used = used.saturating_add(c);
+                    let found = match known {
+                        0 => words.lookup(chars)?,
+                        1 => None,
+                        id => Some(id - 2),
+                    };
+                    if let [b] = chars {
+                        set_u32(memo, *b as usize, found.map_or(1, |id| id + 2));
+                    }
+                    match found {
+                        Some(id) => {
+                            set_u32(out, n, id);
+                            n += 1;
+                        }
+                        None if prefix => return Err(RunError::NoSpaceToken),
+                        None => {
+                            for &b in chars {
+                                set_u32(out, n, b as u32 + BYTE_TOKENS);
+                                n += 1;
+                            }
+                        }
+                    }
+                    set_u32(head, enc::COUNT, n as u32);
+                    match prefix {
+                        true => set_u32(head, enc::PREFIX, 0),
+                        false => set_u32(head, enc::CURSOR, end as u32),
+                    }
+                    if !prefix && end >= len {
+                        set_u32(head, enc::PHASE, 1);
+                        set_u32(head, enc::NEW_START, 0);
+                        set_u32(head, enc::NEW_END, n as u32 - 1);
+                    }
+                }
+                1 => {
+                    let i = get_u32(head, enc::NEW_START) as usize;
+                    if i < get_u32(head, enc::NEW_END) as usize {
+                        // Pair i's candidate.
+                        let (a, b) = (get_u32(out, i), get_u32(out, i + 1));
+                        let tag = a << 16 | (b & 0xFFFF);
+                        let slot = match slots {
+                            0 => None,
+                            _ => Some((tag.wrapping_mul(0x9E37_79B1) >> 16) as usize & (slots - 1)),
+                        };
+                        let cached = match slot {
+                            Some(s) if get_u32(cache, 2 * s) == tag => get_u32(cache, 2 * s + 1),
+                            _ => 0,
+                        };
+                        let item = match cached {
+                            0 => EncodeItem::Lookup,
+                            _ => EncodeItem::Known,
+                        };
+                        let c = cost(item, words.vocab);
+                        if used > 0 && used.saturating_add(c) > budget {
+                            return Ok(used);
+                        }
+                        used = used.saturating_add(c);
+                        let found = match cached {
+                            0 => {
+                                let a = words.text(a);
+                                let b = words.text(b);
+                                pair[..a.len()].copy_from_slice(a);
+                                pair[a.len()..a.len() + b.len()].copy_from_slice(b);
+                                let found = words.lookup(&pair[..a.len() + b.len()])?;
+                                if let Some(s) = slot {
+                                    set_u32(cache, 2 * s, tag);
+                                    set_u32(cache, 2 * s + 1, found.map_or(1, |id| id + 2));
+                                }
+                                found
+                            }
+                            1 => None,
+                            id => Some(id - 2),
+                        };
+                        if let Some(id) = found {
+                            set_u32(keys, i, get_u32(words.entries, 4 * id as usize));
+                        }
+                        set_u32(ids, i, found.map_or(0, |id| id + 1));
+                        set_u32(head, enc::NEW_START, i as u32 + 1);
+                        continue;
+                    }
+                    // A round: the highest key, the leftmost among equals, merged.
+                    let pairs = n.saturating_sub(1);
+                    let c = cost(EncodeItem::Scan(pairs as u32), words.vocab);
+                    if used > 0 && used.saturating_add(c) > budget {
+                        return Ok(used);
+                    }
+                    used = used.saturating_add(c);
+                    let mut best: Option<(u32, usize)> = None;
+                    for i in 0..pairs {
+                        if get_u32(ids, i) != 0 {
+                            let key = get_u32(keys, i);
+                            if best.is_none_or(|(k, _)| key > k) {
+                                best = Some((key, i));
+                            }
+                        }
+                    }
+                    let Some((_, i)) = best else {
+                        set_u32(head, enc::PHASE, enc::DONE);
+                        return Ok(used);
+                    };
+                    set_u32(out, i, get_u32(ids, i) - 1);
+                    out.copy_within(4 * (i + 2)..4 * n, 4 * (i + 1));
+                    // Pairs past the merged one move down by one; the pairs on either side are
+                    // new.
+                    if i + 2 < n - 1 {
+                        keys.copy_within(4 * (i + 2)..4 * (n - 1), 4 * (i + 1));
+                        ids.copy_within(4 * (i + 2)..4 * (n - 1), 4 * (i + 1));
+                    }
+                    n -= 1;
+                    set_u32(head, enc::COUNT, n as u32);
+                    set_u32(head, enc::NEW_START, i.saturating_sub(1) as u32);
+                    set_u32(head, enc::NEW_END, (i + 1).min(n - 1) as u32);
+                }
+                _ => return Ok(used),
+            }
+        }
+    }
 }
 
 /// What one token adds to the text.

@@ -94,11 +94,13 @@ pub enum CurtaError {
     SeedExpired = 43,
     #[error("the account is not the SlotHashes sysvar")]
     NotSlotHashes = 44,
+    #[error("the text prompt's working state (curta-core's Encoding) does not fit the run's state buffer: send the prompt as token ids")]
+    PromptTooLongToEncode = 45,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 45] = [
+    pub const ALL: [CurtaError; 46] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -144,6 +146,7 @@ impl CurtaError {
         CurtaError::SeedNotReady,
         CurtaError::SeedExpired,
         CurtaError::NotSlotHashes,
+        CurtaError::PromptTooLongToEncode,
     ];
 }
 

@@ -53,6 +53,9 @@ pub mod run_field {
     pub const SEED: usize = 128;
     /// The slot hash the seed was drawn from, 32 bytes; zero otherwise.
     pub const SLOT_HASH: usize = 136;
+    /// 1 while the run's text prompt is still being tokenized (the state buffer holds the
+    /// encoding's working state, curta-core's `Encoding`, not a run's state), else 0; u32.
+    pub const ENCODING: usize = 168;
 }
 
 /// Where a run's seed comes from (run header byte 9, StartRun data byte 25).
@@ -312,6 +315,30 @@ impl<'a> RunAccount<'a> {
         self.set_u32_field(run_field::STEPS_LANDED, landed)
     }
 
+    /// Whether the run's text prompt is still being tokenized (run header byte 168): the state
+    /// buffer holds curta-core's `Encoding`, and Steps continue it.
+    pub fn encoding(&self) -> bool {
+        self.u32_field(run_field::ENCODING) == 1
+    }
+
+    pub fn set_encoding(&mut self, encoding: bool) {
+        self.set_u32_field(run_field::ENCODING, encoding as u32)
+    }
+
+    /// Where the run's seed comes from (header byte 9).
+    pub fn seed_source(&self) -> SeedSource {
+        SeedSource::from_u8(self.data[run_field::SEED_SOURCE]).unwrap_or(SeedSource::None)
+    }
+
+    /// The sampling settings StartRun was given: temperature, top-p and the runner's seed.
+    pub fn settings(&self) -> (u32, u32, u64) {
+        (
+            self.u32_field(run_field::TEMPERATURE),
+            self.u32_field(run_field::TOP_P),
+            self.u64_field(run_field::RUNNER_SEED),
+        )
+    }
+
     /// Whether the state's status is 0, running (docs/inference.md, "The state buffer"): read
     /// in place before the model is loaded, so a step after the end is refused cheaply.
     pub fn running(&self) -> bool {
@@ -378,6 +405,10 @@ mod host {
         /// The seed in force: 0 until a drawn seed is drawn, and for a greedy run.
         pub seed: u64,
         pub slot_hash: [u8; 32],
+        /// The text prompt is still being tokenized: `state` holds curta-core's `Encoding`.
+        pub encoding: bool,
+        /// The most tokens the run may generate (its text capacity over [`TEXT_PER_STEP`]).
+        pub steps: u32,
         pub state: Vec<u8>,
         pub text: Vec<u8>,
     }
@@ -395,6 +426,8 @@ mod host {
             let mut slot_hash = [0u8; 32];
             slot_hash.copy_from_slice(&data[run_field::SLOT_HASH..run_field::SLOT_HASH + 32]);
             let text_len = run.text_len() as usize;
+            let encoding = run.encoding();
+            let steps = run.text_capacity() / TEXT_PER_STEP as u32;
             let (state, text) = run.state_and_text();
             Ok(RunHeader {
                 nonce,
@@ -409,6 +442,8 @@ mod host {
                 seed_slot: u64_at(run_field::SEED_SLOT),
                 seed: u64_at(run_field::SEED),
                 slot_hash,
+                encoding,
+                steps,
                 state: state.to_vec(),
                 text: text[..text_len].to_vec(),
             })

@@ -3,7 +3,7 @@
 //! interface crate's (`curta_interface::run`), re-exported here.
 
 use curta_core::infer::state::HIST_LEN;
-use curta_core::infer::Stage;
+use curta_core::infer::{EncodeItem, Stage};
 use curta_core::Config;
 
 pub use curta_interface::run::*;
@@ -74,4 +74,39 @@ const CUT_PER_INDEX: u64 = 17;
 /// program passes to `Run::advance_by`, and what a client passes to simulate the steps.
 pub fn step_costs(temperature: u32) -> impl Fn(Stage, &Config, u32) -> u64 + Copy {
     move |stage, c, pos| step_cost(stage, c, pos, temperature)
+}
+
+/// The estimated compute units of one item of a text prompt's encoding (curta-core's
+/// `Encoding`) on the SBF binary, for a tokenizer of `vocab` tokens: what StartRun's
+/// [`START_ENCODE_BUDGET`] and, while a run is encoding, a Step's budget count. A lookup is a
+/// binary search (one probe per bit of the vocabulary and one more, each a sorted id, a token's
+/// entry and a comparison of strings); a known item is a memo or cache hit; a round is a scan
+/// of the kept candidates (per pair: an id, and a key where there is a candidate) and its merge
+/// (three `sol_memmove_` of the words past it). Upper bounds of what the VM measured on the
+/// 733-byte English text and llama2.c's 32,000-token tokenizer (test
+/// `runs::encode_cost_covers_what_the_vm_measures`: a lone round of n pairs took up to 35 units
+/// a pair with the step's own checks, a step's mix 22 to 27; lookups 600 to 1,000), so a step
+/// of the full budget stays under 1,200,000 units.
+pub fn encode_cost(item: EncodeItem, vocab: u32) -> u64 {
+    match item {
+        EncodeItem::Lookup => LOOKUP_PER_PROBE * (33 - vocab.leading_zeros()) as u64 + LOOKUP_BASE,
+        EncodeItem::Known => KNOWN,
+        EncodeItem::Scan(pairs) => SCAN_PER_PAIR * pairs as u64 + SCAN_BASE,
+    }
+}
+
+const LOOKUP_PER_PROBE: u64 = 60;
+const LOOKUP_BASE: u64 = 400;
+const KNOWN: u64 = 90;
+const SCAN_PER_PAIR: u64 = 30;
+const SCAN_BASE: u64 = 3_000;
+
+/// The encoding StartRun does itself, in [`encode_cost`]'s units: with the checks, the run
+/// address's derivation and `Run::start` a StartRun stays under 1,200,000 units; what is left
+/// of the encoding is continued by the first Steps.
+pub const START_ENCODE_BUDGET: u64 = 1_000_000;
+
+/// [`encode_cost`] as `Encoding::advance` takes it.
+pub fn encode_costs() -> impl Fn(EncodeItem, u32) -> u64 + Copy {
+    encode_cost
 }

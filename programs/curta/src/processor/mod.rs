@@ -13,6 +13,7 @@
 mod close;
 mod close_run;
 mod create_model;
+mod encoding;
 mod init_weight_account;
 mod reopen;
 mod seal;

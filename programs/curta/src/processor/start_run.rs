@@ -1,21 +1,23 @@
 //! StartRun (docs/program.md, "6 StartRun"): binds the run account the runner created and
 //! starts the run of a Sealed model in it.
 
-use curta_core::infer::{encode_in, Model, Run, Settings};
+use curta_core::infer::{Encoding, Model, Settings};
 use curta_core::Metadata;
 use pinocchio::account_info::AccountInfo;
 use pinocchio::program_error::ProgramError;
 use pinocchio::pubkey::{self, Pubkey};
 use pinocchio::ProgramResult;
 
+use super::encoding::{continue_encoding, start_engine};
 use super::shared::{
-    current_slot, error_code, log_run_error, minimum_balance, owned, owned_data, prompt_buffer,
-    sealed_model, signer, weight_account, writable,
+    current_slot, error_code, from_code, log_run_error, minimum_balance, owned, owned_data,
+    prompt_buffer, sealed_model, signer, weight_account, writable,
 };
 use crate::error::CurtaError;
 use crate::instruction::{InstructionData, Prompt};
 use crate::run::{
-    run_len, run_seed_bytes, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN, TEXT_PER_STEP,
+    run_len, run_seed_bytes, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN, START_ENCODE_BUDGET,
+    TEXT_PER_STEP,
 };
 use crate::state::{
     all_zero, same_address, step_bytes, WeightFields, MAX_MODEL_BYTES, WEIGHT_HEADER_LEN,
@@ -120,27 +122,7 @@ fn start_run(
     }
     let meta = Metadata::sealed(&zero[WEIGHT_HEADER_LEN..]).ok_or(CurtaError::InvalidRun)?;
     let model = Model::new(meta, &[]).map_err(log_run_error)?;
-    let tokens = prompt_buffer();
     let state_len = curta_core::infer::state_len(&config);
-    let count = match prompt {
-        // The state's bytes, zeroed by `Run::start` below, are the encoding's scratch (8-byte
-        // aligned at byte 192 of the account): every state holds the 16,388-byte histogram,
-        // room for the scratch of 1,900 bytes of text, more than a transaction carries.
-        Prompt::Text(text) => {
-            let scratch = &mut data[RUN_HEADER_LEN..RUN_HEADER_LEN + state_len];
-            encode_in(&meta, text, tokens, scratch).map_err(log_run_error)?
-        }
-        Prompt::Tokens(ids) => {
-            let count = ids.len() / 4;
-            if count > tokens.len() {
-                return Err(CurtaError::InvalidRun.into());
-            }
-            for (slot, id) in tokens.iter_mut().zip(ids.chunks_exact(4)) {
-                *slot = curta_core::le::u32_at(id, 0);
-            }
-            count
-        }
-    };
     let start = RunStart {
         nonce,
         model: model_info.key(),
@@ -154,19 +136,45 @@ fn start_run(
         start_slot: current_slot()?,
     };
     let mut run = RunAccount::create(&mut data, &start);
-    let (state, _) = run.state_and_text();
-    // A drawn seed is not known yet: the generator starts at 1 to pass `Run::start`'s check
-    // and is set to 0 until the first step after the start slot draws it.
-    let engine_settings = match source {
-        SeedSource::Drawn => Settings {
-            seed: 1,
+    if let Prompt::Text(text) = prompt {
+        // A long text's ids exist only once Steps end its encoding, where `Run::start` checks
+        // them: what can be checked before is checked here (the settings; the steps against
+        // the context, a non-empty text being at least two tokens), so that only a text too
+        // long for the context with these steps fails then (the runner closes that run).
+        let least_tokens = 1 + !text.is_empty() as u64;
+        if least_tokens + steps as u64 - 1 > config.context_length as u64 {
+            pinocchio::log::sol_log("run: the steps after the prompt run past the context");
+            return Err(CurtaError::InvalidRun.into());
+        }
+        let checked = Settings {
+            seed: match source {
+                SeedSource::Drawn => 1,
+                SeedSource::None | SeedSource::Chosen => settings.seed,
+            },
             ..settings
-        },
-        SeedSource::None | SeedSource::Chosen => settings,
-    };
-    Run::start(state, &model, &tokens[..count], steps, engine_settings).map_err(log_run_error)?;
-    if source == SeedSource::Drawn {
-        state[curta_core::infer::state::field::RNG..][..8].fill(0);
+        };
+        checked.validate().map_err(log_run_error)?;
     }
-    Ok(())
+    match prompt {
+        // The state's bytes, zeroed by `Run::start` at the encoding's end, hold the encoding's
+        // working state (8-byte aligned at byte 192 of the account): every state holds the
+        // 16,388-byte histogram, room for the encoding of 1,300 bytes of text, more than a
+        // transaction carries. StartRun does what fits its units; the first Steps the rest.
+        Prompt::Text(text) => {
+            let (state, _) = run.state_and_text();
+            Encoding::begin(state, text).map_err(|_| CurtaError::PromptTooLongToEncode)?;
+            from_code(continue_encoding(&mut run, &model, START_ENCODE_BUDGET))
+        }
+        Prompt::Tokens(ids) => {
+            let tokens = prompt_buffer();
+            let count = ids.len() / 4;
+            if count > tokens.len() {
+                return Err(CurtaError::InvalidRun.into());
+            }
+            for (slot, id) in tokens.iter_mut().zip(ids.chunks_exact(4)) {
+                *slot = curta_core::le::u32_at(id, 0);
+            }
+            from_code(start_engine(&mut run, &model, &tokens[..count]))
+        }
+    }
 }

@@ -7,6 +7,7 @@ use pinocchio::account_info::AccountInfo;
 use pinocchio::pubkey::Pubkey;
 use pinocchio::ProgramResult;
 
+use super::encoding::continue_encoding;
 use super::shared::{
     error_code, from_code, log_run_error, owned, owned_data, sealed_model, sha256, weight_account,
     writable,
@@ -41,13 +42,17 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
     }
     // A step that lands after the run ended (pipelined steps sent for its last token) is
     // refused before any weight account is read.
-    if !run.running() {
+    // While the text prompt is encoding the state buffer holds the encoding, not a run's state.
+    let encoding = run.encoding();
+    if !encoding && !run.running() {
         return Err(CurtaError::RunEnded.into());
     }
     if !same_address(slot_hashes.key(), &SLOTHASHES_ID) {
         return Err(CurtaError::NotSlotHashes.into());
     }
-    if let Some((runner_seed, start_slot)) = run.seed_to_draw() {
+    // A drawn seed is drawn once the run has started: nothing is sampled before (the encoding
+    // needs no seed, and the step that ends it only starts the run).
+    if let Some((runner_seed, start_slot)) = run.seed_to_draw().filter(|_| !encoding) {
         from_code(draw_seed(
             &mut run,
             run_info.key(),
@@ -84,6 +89,13 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
     }
     let meta = Metadata::sealed(sections[0]).ok_or(CurtaError::InvalidRun)?;
     let model = Model::new(meta, &sections[..config.section_count()]).map_err(log_run_error)?;
+    // While encoding, the budget counts the encoding's items (`run::encode_cost`); the step
+    // that ends it starts the run and does no more.
+    if encoding {
+        from_code(continue_encoding(&mut run, &model, budget as u64))?;
+        run.count_step();
+        return Ok(());
+    }
     let (state, _) = run.state_and_text();
     let temperature = curta_core::le::u32_at(state, curta_core::infer::state::field::TEMPERATURE);
     let mut engine = Run::resume(state, &model).map_err(log_run_error)?;

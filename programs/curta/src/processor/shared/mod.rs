@@ -121,7 +121,7 @@ pub(crate) const PROMPT_TOKENS: usize = 4096;
 pub(crate) fn prompt_buffer() -> &'static mut [u32] {
     #[cfg(target_os = "solana")]
     // SAFETY: bytes 16,384..32,768 of the 32 KiB heap frame, 8-byte aligned, used by StartRun
-    // alone, once.
+    // or the Step that ends a run's encoding (which runs no forward pass), once.
     unsafe {
         use curta_core::infer::forward::{HEAP_START, SCRATCH_BYTES};
         core::slice::from_raw_parts_mut(
