@@ -13,6 +13,8 @@ mod faults;
 mod late;
 #[path = "client/layouts.rs"]
 mod layouts;
+#[path = "client/long_prompt.rs"]
+mod long_prompt;
 #[path = "client/onchain_run.rs"]
 mod onchain_run;
 #[path = "client/pipelined.rs"]

@@ -28,7 +28,7 @@ fn gqa_artifact() -> Vec<u8> {
 }
 
 /// What `client run` prints off chain: the tokens and the text bytes.
-fn off_chain(
+pub(crate) fn off_chain(
     artifact: &[u8],
     prompt: &Prompt,
     steps: u32,
@@ -44,7 +44,7 @@ fn off_chain(
 
 /// The number of Step transactions of a run: curta-core advanced with the program's budget
 /// and cost, counted here independently of the client.
-fn step_count(artifact: &[u8], prompt: &Prompt, steps: u32, settings: Settings) -> u32 {
+pub(crate) fn step_count(artifact: &[u8], prompt: &Prompt, steps: u32, settings: Settings) -> u32 {
     let artifact = curta_core::decode(artifact).unwrap();
     let ids = prompt.tokens(&artifact).unwrap();
     let model = Model::from_artifact(&artifact).unwrap();
@@ -64,7 +64,7 @@ fn step_count(artifact: &[u8], prompt: &Prompt, steps: u32, settings: Settings) 
 }
 
 /// The fee of a transaction with one signature (what every run transaction carries).
-async fn fee_per_transaction(bank: &BankTransport, payer: &Pubkey) -> u64 {
+pub(crate) async fn fee_per_transaction(bank: &BankTransport, payer: &Pubkey) -> u64 {
     let (blockhash, _) = bank.latest_blockhash().await.unwrap();
     let message = Message::new_with_blockhash(
         &[ComputeBudgetInstruction::set_compute_unit_limit(1_400_000)],

@@ -317,6 +317,10 @@ fn on_chain_summary(run: &OnChainRun) -> String {
         0 => String::new(),
         n => format!(", {n} steps sent by others"),
     };
+    let others = match run.encoding_steps {
+        0 => others,
+        n => format!(" ({n} of them tokenized the prompt){others}"),
+    };
     let rent = match run.closed {
         true => format!("rent {} lamports paid and returned at close", run.rent),
         false => format!(

@@ -74,7 +74,8 @@ pub async fn read_run<T: Transport>(t: &T, address: &Pubkey) -> Result<Found, Er
 pub struct RunListing {
     pub nonce: u32,
     pub address: String,
-    /// "running", "ended by token", "steps done", or "unstarted" (a zero header).
+    /// "tokenizing its prompt", "running", "ended by token", "steps done", or "unstarted" (a
+    /// zero header).
     pub status: &'static str,
     /// Steps that landed (anyone's).
     pub steps_landed: u32,
@@ -113,14 +114,23 @@ pub async fn runs<T: Transport>(
                     nonce,
                     address: address.to_string(),
                     status: match u32_at(&h.state, field::STATUS) {
+                        _ if h.encoding => "tokenizing its prompt",
                         0 => "running",
                         1 => "ended by token",
                         _ => "steps done",
                     },
                     steps_landed: h.steps_landed,
-                    position: u32_at(&h.state, field::POSITION),
-                    tokens: u32_at(&h.state, field::GENERATED),
-                    steps: u32_at(&h.state, field::STEPS),
+                    // While tokenizing, the state buffer holds the encoding: no position or
+                    // tokens yet.
+                    position: match h.encoding {
+                        true => 0,
+                        false => u32_at(&h.state, field::POSITION),
+                    },
+                    tokens: match h.encoding {
+                        true => 0,
+                        false => u32_at(&h.state, field::GENERATED),
+                    },
+                    steps: h.steps,
                     rent,
                 },
                 _ => RunListing {

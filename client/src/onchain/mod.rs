@@ -32,7 +32,10 @@ use curta_interface::run::{
     run_address, run_len, run_seed, RunHeader, SeedSource, MAX_STEP_BUDGET,
 };
 use pipeline::{account_limit, step_window, AccountLimit};
-use plan::{generated, plan, point, steps_left, Plan, Shadow};
+use plan::{
+    encoding_steps, encoding_steps_left, follow_encoding, generated, plan, point, steps_left, Plan,
+    Shadow,
+};
 use solana_instruction::error::InstructionError;
 use solana_instruction::Instruction;
 use solana_keypair::Keypair;
@@ -174,6 +177,9 @@ pub struct OnChainRun {
     pub steps: u32,
     /// Steps this call sent that advanced the run.
     pub steps_sent: u32,
+    /// Of those, the steps that continued the text prompt's tokenization (a long text: what
+    /// StartRun's compute units left of it).
+    pub encoding_steps: u32,
     /// Steps this call sent that landed after the run had ended (refused with RunEnded: each
     /// paid its fee and changed nothing).
     pub steps_after_end: u32,
@@ -277,6 +283,7 @@ pub async fn run_on_chain<T: Transport>(
         Existing::Resume(header) => (Some(header.steps_landed), None),
         Existing::Fresh { funded } => (None, Some(start(&mut engine, &ctx, *funded).await?)),
     };
+    let encoding_steps = encode(&mut engine, &ctx, &model, limit).await?;
     let mut drawing_steps = 0;
     if request.source == SeedSource::Drawn {
         let (seed, sent) = draw(&mut engine, &ctx).await?;
@@ -312,10 +319,11 @@ pub async fn run_on_chain<T: Transport>(
         nonce: request.nonce,
         prompt_sent_as: start.map(|(sent_as, _)| sent_as),
         steps: p.plan.steps,
-        steps_sent: driven.sent + drawing_steps,
+        steps_sent: driven.sent + drawing_steps + encoding_steps,
+        encoding_steps,
         steps_after_end: driven.after_end,
         steps_by_others: match resumed_from {
-            None => steps_landed.saturating_sub(driven.sent + drawing_steps),
+            None => steps_landed.saturating_sub(driven.sent + drawing_steps + encoding_steps),
             Some(_) => 0,
         },
         steps_landed,
@@ -523,6 +531,18 @@ async fn existing<T: Transport>(
             if request.source == SeedSource::Drawn && header.seed != 0 {
                 p.plan = replan(artifact, request, p, header.seed)?;
             }
+            if header.encoding {
+                let text = match &request.prompt {
+                    Prompt::Text(text) => text.as_slice(),
+                    Prompt::Tokens(_) => &[],
+                };
+                return match follow_encoding(model.metadata(), text, &header.state) {
+                    Ok(()) => Ok(Existing::Resume(header)),
+                    Err(what) => Err(problem(format!(
+                        "is tokenizing another prompt than this one ({what}): run the same command as started it; {close}"
+                    ))),
+                };
+            }
             let mut shadow = Shadow::new(model, p.plan.start.clone());
             if shadow.follow(&header.state).is_err() {
                 let (_, position, stage, item) = point(&header.state);
@@ -545,20 +565,29 @@ async fn price<T: Transport>(
 ) -> Result<(u64, u64), RunOnChainError> {
     let t = engine.transport();
     let rent_minimum = t.rent_minimum(ctx.p.len).await?;
+    let budget = ctx.request.budget;
     let (left, rent, start) = match existing {
-        Existing::Resume(header) => (
-            steps_left(model, &header.state, ctx.request.budget)?,
+        Existing::Resume(header) if header.encoding => (
+            encoding_steps_left(model.metadata(), &header.state, budget).unwrap_or(0)
+                + ctx.p.plan.steps,
             0,
             None,
         ),
+        Existing::Resume(header) => (steps_left(model, &header.state, budget)?, 0, None),
         Existing::Fresh { funded } => {
+            let encoding = match &ctx.request.prompt {
+                Prompt::Text(text) => {
+                    encoding_steps(model.metadata(), text, ctx.p.plan.start.len(), budget)?
+                }
+                Prompt::Tokens(_) => 0,
+            };
             let start = ctx.start_item(
                 OwnedPrompt::Tokens(ctx.p.plan.prompt_tokens.clone()),
                 rent_minimum,
                 *funded,
             );
             (
-                ctx.p.plan.steps,
+                encoding + ctx.p.plan.steps,
                 rent_minimum.saturating_sub(*funded),
                 Some(start),
             )
@@ -649,6 +678,63 @@ fn over_compute_limit(error: &TransactionError, logs: &[String]) -> bool {
         error,
         TransactionError::InstructionError(_, InstructionError::ComputationalBudgetExceeded)
     ) || logs.iter().any(|l| l.contains("exceeded CUs meter"))
+}
+
+/// Continues a text prompt's tokenization on chain until the run has started: StartRun does
+/// what fits its compute units ([`curta_program::run::START_ENCODE_BUDGET`]) and Steps the
+/// rest, order-free like every step, `window` in flight. Each round re-plans from the chain's
+/// encoding (compared with curta-core's at the point it reached); the chain's state once the
+/// run starts is checked by [`drive`]'s shadow. Returns the steps this call sent that landed
+/// (0 when the prompt went as ids, or StartRun's share ended the encoding).
+async fn encode<T: Transport>(
+    engine: &mut Engine<'_, T>,
+    ctx: &Context<'_>,
+    model: &Model<'_>,
+    limit: AccountLimit,
+) -> Result<u32, RunOnChainError> {
+    let address = ctx.p.address;
+    let mut ticket = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ 0xe4c0_0000;
+    let mut sent = 0;
+    loop {
+        let Found::Run(header, _, _) = read_run(engine.transport(), &address).await? else {
+            return Err(RunOnChainError::RunAccount {
+                address,
+                problem: "holds no run while its prompt is tokenized (closed by its runner?)"
+                    .into(),
+            });
+        };
+        if !header.encoding {
+            return Ok(sent);
+        }
+        let diverged = |what: String| RunOnChainError::Diverged { address, what };
+        let Prompt::Text(text) = &ctx.request.prompt else {
+            return Err(diverged(
+                "it is tokenizing a text prompt, this run's prompt is ids".into(),
+            ));
+        };
+        follow_encoding(model.metadata(), text, &header.state).map_err(diverged)?;
+        let left = encoding_steps_left(model.metadata(), &header.state, ctx.request.budget)
+            .map_err(diverged)?;
+        let items: Vec<Item> = (0..left.max(1))
+            .map(|_| {
+                ticket = ticket.wrapping_add(1);
+                ctx.step_item(ticket)
+            })
+            .collect();
+        let failures = engine.run(items, step_window(limit.units), false).await?;
+        sent += left.max(1) - failures.len() as u32;
+        // A step of ours that landed after the encoding ended (a stranger's steps did part of
+        // it) steps the run itself, and after a very short run's end is refused with RunEnded.
+        if let Some(failure) = failures
+            .iter()
+            .find(|f| curta_error(&f.error) != Some(CurtaError::RunEnded))
+        {
+            return Err(refused(engine, ctx, &failure.error).await);
+        }
+    }
 }
 
 /// How many steps [`draw`] sends at most before giving up on a seed (each waits for the

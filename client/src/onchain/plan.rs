@@ -8,11 +8,11 @@
 
 use curta_core::infer::state::field;
 use curta_core::infer::{
-    decode, state_len, Model, Progress, Run, RunError, Settings, Stage, Status,
+    decode, state_len, Encoding, Model, Progress, Run, RunError, Settings, Stage, Status,
 };
 use curta_core::le::u32_at;
-use curta_core::Artifact;
-use curta_program::run::step_costs;
+use curta_core::{Artifact, Metadata};
+use curta_program::run::{encode_costs, step_costs, START_ENCODE_BUDGET};
 
 /// curta-core's whole run: the tokens and their pieces, and the steps this client's budget
 /// takes from the start.
@@ -87,6 +87,77 @@ pub fn steps_left(model: &Model, state: &[u8], budget: u32) -> Result<u32, RunEr
         }
         run.advance_by(model, budget as u64, step_costs(temperature))?;
         count += 1;
+    }
+}
+
+/// Steps of `budget` that end the text prompt's encoding a run's state buffer holds while its
+/// header says it is encoding (the program's Step does `budget` of it, at least one item, and
+/// the step that ends it only starts the run). `Err` when the bytes hold no encoding.
+pub fn encoding_steps_left(meta: &Metadata, state: &[u8], budget: u32) -> Result<u32, String> {
+    let mut state = state.to_vec();
+    let mut count = 0;
+    loop {
+        let mut encoding = Encoding::resume(&mut state)
+            .ok_or("the state buffer holds no encoding of a text prompt")?;
+        if encoding.done() {
+            return Ok(count);
+        }
+        encoding
+            .advance(meta, budget as u64, encode_costs())
+            .map_err(|e| e.to_string())?;
+        count += 1;
+    }
+}
+
+/// Steps of `budget` a StartRun that carries `text` leaves to its encoding (0 when StartRun's
+/// own share, [`START_ENCODE_BUDGET`], ends it), in a state buffer of `state_len` bytes.
+pub fn encoding_steps(
+    meta: &Metadata,
+    text: &[u8],
+    state_len: usize,
+    budget: u32,
+) -> Result<u32, RunError> {
+    let mut state = vec![0u8; state_len];
+    let mut encoding = Encoding::begin(&mut state, text)?;
+    encoding.advance(meta, START_ENCODE_BUDGET, encode_costs())?;
+    Ok(encoding_steps_left(meta, &state, budget).unwrap_or(0))
+}
+
+/// curta-core's encoding of `text`, cut item by item to the point of progress the chain's
+/// encoding (`chain`, a run's state buffer while it is encoding) reached, compared byte for
+/// byte there. Any cut of the work gives the same bytes at the same point.
+pub fn follow_encoding(meta: &Metadata, text: &[u8], chain: &[u8]) -> Result<(), String> {
+    let mut chain_bytes = chain.to_vec();
+    let theirs = Encoding::resume(&mut chain_bytes)
+        .ok_or("the state buffer holds no encoding of a text prompt")?;
+    if theirs.text() != text {
+        return Err(format!(
+            "it is tokenizing the text {:?}, not this prompt",
+            String::from_utf8_lossy(theirs.text())
+        ));
+    }
+    let target = theirs.point();
+    let mut mine = vec![0u8; chain.len()];
+    Encoding::begin(&mut mine, text).map_err(|e| e.to_string())?;
+    loop {
+        let mut encoding = Encoding::resume(&mut mine).ok_or("curta-core's encoding vanished")?;
+        let here = encoding.point();
+        if here == target {
+            return match mine == chain {
+                true => Ok(()),
+                false => Err(format!(
+                    "the prompt's encoding differs from curta-core's at point {here:?}"
+                )),
+            };
+        }
+        if here > target || encoding.done() {
+            return Err(format!(
+                "the prompt's encoding is at point {target:?}, which curta-core's encoding of it never reaches"
+            ));
+        }
+        encoding
+            .advance(meta, 1, |_, _| 1)
+            .map_err(|e| e.to_string())?;
     }
 }
 

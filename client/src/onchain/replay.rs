@@ -3,16 +3,16 @@
 //! the sealed model's accounts, compared byte for byte with what the chain holds.
 
 use super::account::{read_run, Found};
-use super::plan::{generated, plan, Shadow};
+use super::plan::{follow_encoding, generated, plan, Shadow};
 use super::source_name;
 use crate::run::{fetch_sealed, FetchError};
 use crate::transport::Transport;
 use crate::Error;
 use curta_core::infer::state::field;
-use curta_core::infer::{Model, Run, RunError, Settings};
+use curta_core::infer::{encode, Encoding, Model, Run, RunError, Settings};
 use curta_core::le::u32_at;
 use curta_interface::run::{
-    drawn_seed, find_slot_hash, SeedSource, SlotHashLookup, MAX_STEP_BUDGET,
+    drawn_seed, find_slot_hash, RunHeader, SeedSource, SlotHashLookup, MAX_STEP_BUDGET,
 };
 use solana_pubkey::Pubkey;
 
@@ -36,7 +36,8 @@ pub struct Replay {
     pub model: String,
     pub runner: String,
     pub nonce: u32,
-    /// "running", "ended by token" or "steps done".
+    /// "tokenizing its prompt" (a text prompt's encoding still continued by Steps), "running",
+    /// "ended by token" or "steps done".
     pub status: &'static str,
     pub seed_source: &'static str,
     pub runner_seed: u64,
@@ -113,6 +114,9 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
         address: *address,
         error,
     };
+    if header.encoding {
+        return tokenizing(address, &header, &model).map_err(state_error);
+    }
     let mut state = header.state.clone();
     let run = Run::resume(&mut state, &model).map_err(state_error)?;
     let prompt: Vec<u32> = (0..run.prompt_len()).map(|i| run.token(i)).collect();
@@ -191,5 +195,44 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
         state,
         chain_text: header.text.clone(),
         offline_text,
+    })
+}
+
+/// A run still tokenizing its text prompt: its encoding against curta-core's at the point the
+/// chain reached (the prompt's ids are curta-core's encoding of the text it holds; nothing was
+/// generated or drawn yet).
+fn tokenizing(address: &Pubkey, header: &RunHeader, model: &Model) -> Result<Replay, RunError> {
+    let meta = model.metadata();
+    let mut bytes = header.state.clone();
+    let text = Encoding::resume(&mut bytes)
+        .map(|e| e.text().to_vec())
+        .ok_or(RunError::NotAState)?;
+    let mut ids = vec![0u32; text.len() + 2];
+    let n = encode(meta, &text, &mut ids)?;
+    ids.truncate(n);
+    Ok(Replay {
+        run: address.to_string(),
+        model: header.model.to_string(),
+        runner: header.runner.to_string(),
+        nonce: header.nonce,
+        status: "tokenizing its prompt",
+        seed_source: source_name(header.seed_source),
+        runner_seed: header.runner_seed,
+        start_slot: header.start_slot,
+        seed_slot: header.seed_slot,
+        slot_hash: crate::artifact::hex(&header.slot_hash),
+        seed: header.seed,
+        seed_derivation_agrees: None,
+        slot_hash_agrees: None,
+        temperature: header.temperature,
+        top_p: header.top_p,
+        prompt_tokens: ids,
+        chain_tokens: vec![],
+        offline_tokens: vec![],
+        tokens_agree: true,
+        text_agrees: header.text.is_empty(),
+        state: follow_encoding(meta, &text, &header.state),
+        chain_text: header.text.clone(),
+        offline_text: vec![],
     })
 }
