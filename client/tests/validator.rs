@@ -802,3 +802,126 @@ fn a_drawn_seed_run_is_recomputed_from_its_account() {
     let closed = run.client_json(&["close-run", address]);
     assert!(closed["returned"].as_u64().unwrap() > 0, "{closed}");
 }
+
+/// Issue 26 on a real cluster: a greedy run of the 16.5 MB stories15M shape, 8 tokens with the
+/// client's steps in flight, while a stranger steps the same run with budgets of its own. Every
+/// step the stranger landed counts as progress (the client's `steps_by_others`), the tokens
+/// equal `client run` of the file, and the run is closed with its rent back.
+#[test]
+#[ignore = "needs solana-test-validator: scripts/test-validator"]
+fn a_pipelined_run_stepped_by_a_stranger_equals_client_run() {
+    let run = Run::start(20_400, "stranger-steps");
+    let artifact = stories15m_shape();
+    let (file, model) = run.artifact("stories15M-shape.curta", &artifact);
+    let report = run.client_json(&["publish", &file, "--seal"]);
+    assert_eq!(report["state"], "Sealed");
+    let held = assert_sealed_on_chain(&run.validator, &model, &artifact);
+    let weights = raw_model(&run.validator, &model).weights;
+    let (stranger, _, _) = run.validator.funded_payer(run.dir.path(), 10);
+    let address = curta_interface::run::run_address(
+        &run.validator.program_id,
+        &run.payer.pubkey(),
+        &model,
+        0,
+    );
+
+    let settings = ["--prompt-tokens", "1", "--steps", "8", "--temperature", "0"];
+    let model_text = model.to_string();
+    let mut args = vec!["run", model_text.as_str(), "--on-chain"];
+    args.extend(settings);
+    let args = run.args(&args);
+    let child = spawn_client(&args);
+    // The stranger: once the run account exists, a step every 50 ms with a budget of its own
+    // (1 to 1,200,000 units), sent without preflight, until the client is done.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (finished, sent) = std::thread::scope(|scope| {
+        let stranger_steps = scope.spawn(|| {
+            let rpc = run.validator.rpc();
+            let mut sent = Vec::new();
+            let mut ticket = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                if raw_account(&rpc, &address).is_none() {
+                    continue;
+                }
+                ticket += 1;
+                let budget = 1 + ticket.wrapping_mul(7_919_993) % 1_200_000;
+                let step = curta_interface::instruction::step(
+                    &run.validator.program_id,
+                    &address,
+                    &model,
+                    &weights,
+                    ticket,
+                    budget,
+                );
+                let limit =
+                    solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_limit(
+                        1_400_000,
+                    );
+                let Ok(blockhash) = rpc.get_latest_blockhash() else {
+                    continue;
+                };
+                let tx = Transaction::new_signed_with_payer(
+                    &[limit, step],
+                    Some(&stranger.pubkey()),
+                    &[&stranger],
+                    blockhash,
+                );
+                let config = solana_client::rpc_config::RpcSendTransactionConfig {
+                    skip_preflight: true,
+                    ..Default::default()
+                };
+                if let Ok(signature) = rpc.send_transaction_with_config(&tx, config) {
+                    sent.push(signature);
+                }
+            }
+            sent
+        });
+        let finished = finish(child, &args);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (finished, stranger_steps.join().unwrap())
+    });
+    let (ok, out, err) = finished;
+    assert!(ok, "client {args:?} failed: {err}");
+    let on_chain: Value = serde_json::from_str(&out).unwrap();
+
+    // The stranger's steps that executed successfully (the others landed after the run ended
+    // or after it was closed, or were dropped).
+    let rpc = run.validator.rpc();
+    std::thread::sleep(Duration::from_secs(2));
+    let mut landed = 0u64;
+    for batch in sent.chunks(256) {
+        let statuses = rpc.get_signature_statuses(batch).unwrap().value;
+        landed += statuses
+            .iter()
+            .flatten()
+            .filter(|s| s.err.is_none())
+            .count() as u64;
+    }
+    assert!(
+        landed > 0,
+        "no step of the stranger landed ({} sent)",
+        sent.len()
+    );
+    assert_eq!(
+        on_chain["steps_by_others"].as_u64(),
+        Some(landed),
+        "{on_chain}"
+    );
+
+    let mut file_args = vec!["run", file.as_str()];
+    file_args.extend(settings);
+    let offline = run.client_json(&file_args);
+    assert_eq!(on_chain["tokens"], offline["tokens"], "{on_chain}");
+    assert_eq!(on_chain["text"], offline["text"]);
+    assert_eq!(on_chain["closed"], true);
+    assert!(
+        raw_account(&rpc, &address).is_none(),
+        "the run account is closed"
+    );
+    run.assert_spent(held);
+    println!(
+        "stories15M shape, 8 tokens: {} steps sent by the client, {landed} by the stranger, {} s",
+        on_chain["steps_sent"], on_chain["seconds"]
+    );
+}

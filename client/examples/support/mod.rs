@@ -7,6 +7,7 @@
 #[path = "../../../tests/support/client.rs"]
 mod client;
 
+#[allow(unused_imports)]
 pub use client::{is_write, Fault, Faulty};
 use curta_core::convert::synth;
 use curta_core::Config;
