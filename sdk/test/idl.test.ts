@@ -512,12 +512,14 @@ test("Codama's own codecs (@codama/dynamic-codecs) read the IDL: every builder's
   body.set(stateBuffer(config, stateLen, { prompt: [1], generated: [4], status: 1, position: 1, steps: 1 }))
   const data = idlAccount('run', {
     seedSource: 'chosen', nonce: 9, model, runner, stepsLanded: 3, textLength: 0, textCapacity: 128, stateLength: stateLen,
-    temperature: 1, topP: 2, runnerSeed: 77n, startSlot: 5n, seedSlot: 0n, seedInForce: 77n, slotHash: new Uint8Array(32), body,
+    temperature: 1, topP: 2, runnerSeed: 77n, startSlot: 5n, seedSlot: 0n, seedInForce: 77n, slotHash: new Uint8Array(32), encoding: 0, body,
   })
   const decoded = codec(named(program.accounts, 'run')).decode(data) as Record<string, unknown>
   const ours = decodeRunAccount(data)
   assert.equal(decoded.seedSource, SEED_SOURCES.indexOf(ours.seedSource))
   for (const field of ['nonce', 'model', 'runner', 'stepsLanded', 'textLength', 'textCapacity', 'stateLength', 'temperature', 'topP'] as const)
     assert.equal(decoded[field], ours[field], field)
+  assert.equal(decoded.encoding, 0)
+  assert.equal(ours.encoding, false)
   for (const field of ['runnerSeed', 'startSlot', 'seedSlot', 'seedInForce'] as const) assert.equal(BigInt(decoded[field] as bigint), ours[field], field)
 })
