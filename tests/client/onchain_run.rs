@@ -71,7 +71,7 @@ async fn fee_per_transaction(bank: &BankTransport, payer: &Pubkey) -> u64 {
         Some(payer),
         &blockhash,
     );
-    bank.fee_for_message(&message).await.unwrap()
+    bank.fee_for_message(&message.into()).await.unwrap()
 }
 
 const SAMPLED: Settings = Settings {
