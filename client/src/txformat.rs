@@ -187,7 +187,13 @@ mod tests {
             assert_eq!(capacity, if priced { 4_096 - 233 } else { 4_096 - 225 });
             let ix = write(&payer.pubkey(), capacity);
             let blockhash = Hash::new_unique();
-            let message = v1_message(&payer.pubkey(), &[ix.clone()], blockhash, 2_000, fee);
+            let message = v1_message(
+                &payer.pubkey(),
+                std::slice::from_ref(&ix),
+                blockhash,
+                2_000,
+                fee,
+            );
             let tx = VersionedTransaction::try_new(message.clone(), &[&payer]).unwrap();
             let wire = wire_bytes(&tx);
 
@@ -258,7 +264,12 @@ mod tests {
         assert_eq!(wire, wincode::serialize(&tx).unwrap());
         assert_eq!(wire.len(), crate::engine::PACKET_LEN);
         assert_eq!(
-            transaction_len_in(Format::Legacy, &payer.pubkey(), false, &[ix.clone()]),
+            transaction_len_in(
+                Format::Legacy,
+                &payer.pubkey(),
+                false,
+                std::slice::from_ref(&ix)
+            ),
             wire.len()
         );
         assert_eq!(transaction_len(&payer.pubkey(), false, &[ix]), wire.len());

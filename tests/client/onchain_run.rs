@@ -71,7 +71,9 @@ async fn fee_per_transaction(bank: &BankTransport, payer: &Pubkey) -> u64 {
         Some(payer),
         &blockhash,
     );
-    bank.fee_for_message(&message.into()).await.unwrap()
+    bank.fee_for_message(&solana_message::VersionedMessage::Legacy(message))
+        .await
+        .unwrap()
 }
 
 const SAMPLED: Settings = Settings {

@@ -10,7 +10,7 @@ use curta_tests::{sha256_chain, split_sections, stories260k_artifact};
 use solana_account::Account;
 use solana_hash::Hash;
 use solana_instruction::Instruction;
-use solana_message::{Message, VersionedMessage};
+use solana_message::VersionedMessage;
 use solana_signature::Signature;
 use solana_system_interface::instruction as system;
 use solana_transaction::versioned::VersionedTransaction;
