@@ -313,7 +313,8 @@ pub struct Engine<'a, T: Transport> {
     price: Option<u64>,
     /// The format every transaction goes in (legacy unless [`Engine::with_format`]).
     format: Format,
-    /// Compute-unit limits by shape (with a price), measured or fixed; set once per run.
+    /// Compute-unit limits by shape (with a price, or in v1), measured or fixed; set once per
+    /// run.
     limits: HashMap<Shape, u32>,
     /// By kind and the compute-unit limit its transactions carry (it changes when measured).
     fees: HashMap<(Kind, Option<u32>), u64>,
@@ -446,7 +447,7 @@ impl<'a, T: Transport> Engine<'a, T> {
     }
 
     /// The compute-unit limit an item of this kind and these instructions carries, once
-    /// measured (or fixed); `None` without a price.
+    /// measured (or fixed); `None` in legacy without a price.
     pub fn limit(&self, kind: Kind, instructions: &[Instruction]) -> Option<u32> {
         self.limits.get(&shape(kind, instructions)).copied()
     }
@@ -490,8 +491,9 @@ impl<'a, T: Transport> Engine<'a, T> {
         }
     }
 
-    /// With a compute-unit price: simulate the first item of a shape to measure its compute
-    /// units, and set that shape's limit to the measure plus a margin (`measured_limit`). A
+    /// With a compute-unit price, or in v1 (whose messages always carry a limit): simulate
+    /// the first item of a shape to measure its compute units, and set that shape's limit to
+    /// the measure plus a margin (`measured_limit`). A
     /// simulation the chain refuses (its accounts do not exist yet, or already do) sets the
     /// kind's fixed bound instead (`fixed_limit`): the run goes on and re-plans as usual.
     async fn measure(&mut self, item: &Item) -> Result<(), Error> {

@@ -124,9 +124,13 @@ impl Report {
             );
         }
         s += &format!(
-            "write capacity: {} bytes, {} with compute-budget instructions\n",
+            "write capacity: {} bytes, {} with {}\n",
             write_capacity_in(self.format, false),
-            write_capacity_in(self.format, true)
+            write_capacity_in(self.format, true),
+            match self.format {
+                Format::Legacy => "compute-budget instructions",
+                Format::V1 => "a priority fee",
+            }
         );
         s += &format!(
             "lamports:       {} rent + {} fees = {} spent ({}); rent held {}\n",
