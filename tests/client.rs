@@ -55,8 +55,13 @@ pub async fn bank(lamports: u64) -> (BankTransport, Keypair) {
     (bank, authority)
 }
 
+/// Legacy transactions: these tests count and read the 1,232-byte format (its write
+/// capacity, its compute-budget instructions); client/tests/tx_v1.rs covers version 1.
 pub fn options() -> Options {
-    Options::default()
+    Options {
+        tx_version: curta_client::TxVersion::Legacy,
+        ..Options::default()
+    }
 }
 
 pub const SOL: u64 = 1_000_000_000;

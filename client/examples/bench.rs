@@ -1,15 +1,17 @@
 //! Benchmark: rehearse three models on the in-process bank, then send the same transactions,
-//! pre-signed, to a fresh bank of the same kind in a bare loop, and compare wall times.
+//! pre-signed, to a fresh bank of the same kind in a bare loop, and compare wall times; each
+//! in legacy and in version 1 transactions (BENCH_FORMATS="legacy v1", the default), with the
+//! fees each paid.
 //!
 //! cargo run --release -p curta-client --example bench [-- NAME...]   (stories260K, gqa, stories15M)
 
 mod support;
 
-use curta_client::{rehearse, BankTransport, Options, Transport};
+use curta_client::{rehearse, BankTransport, Options, Transport, TxVersion};
 use solana_keypair::Keypair;
-use solana_message::Message;
+use solana_message::VersionedMessage;
 use solana_signer::Signer;
-use solana_transaction::Transaction;
+use solana_transaction::versioned::VersionedTransaction;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use support::{is_write, model, Fault, Faulty};
@@ -21,7 +23,7 @@ use support::{is_write, model, Fault, Faulty};
 /// A blockhash lives about a second in this bank, so transactions cannot all be signed before
 /// the clock starts: each is signed as it is sent with a blockhash at most 100 ms old (an
 /// ed25519 signature takes microseconds against milliseconds of bank work per write).
-async fn baseline(messages: &[Message], authority: &Keypair, window: usize) -> f64 {
+async fn baseline(messages: &[VersionedMessage], authority: &Keypair, window: usize) -> f64 {
     use futures::StreamExt;
     let bank =
         BankTransport::start(&[(authority.pubkey(), curta_client::rehearse::REHEARSAL_FUNDS)])
@@ -42,7 +44,7 @@ async fn baseline(messages: &[Message], authority: &Keypair, window: usize) -> f
     };
     // The banks client's default deadline, 10 s, is exceeded when other builds share the
     // machine; the client's transport allows 120 s, and so does the bare loop.
-    let process = |client: solana_program_test::BanksClient, tx: Transaction| async move {
+    let process = |client: solana_program_test::BanksClient, tx: VersionedTransaction| async move {
         let mut context = tarpc::context::current();
         context.deadline = std::time::SystemTime::now() + Duration::from_secs(120);
         client
@@ -54,9 +56,10 @@ async fn baseline(messages: &[Message], authority: &Keypair, window: usize) -> f
             .await
             .map(|r| r.expect("baseline transaction executed"))
     };
-    let signed = |m: &Message| {
-        let hash = *latest.lock().unwrap();
-        Transaction::new(&[authority], m.clone(), hash)
+    let signed = |m: &VersionedMessage| {
+        let mut m = m.clone();
+        m.set_recent_blockhash(*latest.lock().unwrap());
+        VersionedTransaction::try_new(m, &[authority]).expect("the authority signs")
     };
     let started = Instant::now();
     let mut i = 0;
@@ -101,23 +104,37 @@ async fn main() {
     } else {
         names
     };
+    let formats: Vec<TxVersion> = std::env::var("BENCH_FORMATS")
+        .unwrap_or_else(|_| "legacy v1".into())
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or_else(|e| panic!("BENCH_FORMATS: {e}")))
+        .collect();
     println!(
-        "{:<12} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>9} {:>8} {:>9} {:>6}  ratios min..max",
+        "{:<12} {:<6} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>11} {:>4} {:>9} {:>8} {:>9} {:>6}  ratios min..max",
         "model",
+        "format",
         "bytes",
         "sec",
         "tx",
         "write",
         "min B",
         "max B",
+        "fees",
         "runs",
         "client s",
         "tx/s",
         "bare s",
         "ratio"
     );
-    for name in names {
+    for (name, tx_version) in names
+        .iter()
+        .flat_map(|n| formats.iter().map(move |f| (n.clone(), *f)))
+    {
         let artifact = model(&name);
+        let options = Options {
+            tx_version,
+            ..Options::default()
+        };
         // Machines here are noisy: the median of several runs, at least three (seven for the
         // small models), and the spread of the per-run ratios.
         let runs: usize = std::env::var("BENCH_RUNS")
@@ -136,10 +153,9 @@ async fn main() {
             let recording = Faulty::new(&bank, Fault::None, 0);
             // The whole library call: decoding and hashing the artifact included.
             let started = Instant::now();
-            let report =
-                curta_client::publish(&recording, &authority, &artifact, true, &Options::default())
-                    .await
-                    .unwrap();
+            let report = curta_client::publish(&recording, &authority, &artifact, true, &options)
+                .await
+                .unwrap();
             let seconds = started.elapsed().as_secs_f64();
             assert_eq!(report.state, "Sealed");
             let messages = recording.landed_messages();
@@ -164,14 +180,16 @@ async fn main() {
         let (client, bare) = (median(&mut client_s), median(&mut bare_s));
         let t = &report.tally;
         println!(
-            "{:<12} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>9.3} {:>8.0} {:>9.3} {:>6.2}  {}",
+            "{:<12} {:<6} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>11} {:>4} {:>9.3} {:>8.0} {:>9.3} {:>6.2}  {}",
             name,
+            report.format.to_string(),
             report.artifact_bytes,
             report.sections,
             report.transactions(),
             t.write,
             t.write_bytes_min.unwrap_or(0),
             t.write_bytes_max,
+            t.fees,
             runs,
             client,
             report.transactions() as f64 / client,

@@ -17,11 +17,11 @@ use solana_client::rpc_config::RpcSendTransactionConfig;
 use solana_client::tpu_client::TpuClientConfig;
 use solana_commitment_config::CommitmentConfig;
 use solana_keypair::Keypair;
-use solana_message::Message;
+use solana_message::VersionedMessage;
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
-use solana_transaction::Transaction;
+use solana_transaction::versioned::VersionedTransaction;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -83,13 +83,13 @@ impl Node {
 }
 
 /// Sends `txs` (over RPC with `BARE_WINDOW` requests in flight, or to the TPU in batches).
-async fn blast(rpc: &RpcClient, tpu: Option<&Tpu>, txs: &[Transaction]) {
+async fn blast(rpc: &RpcClient, tpu: Option<&Tpu>, txs: &[VersionedTransaction]) {
     match tpu {
         Some(tpu) => {
             for batch in txs.chunks(BARE_WINDOW) {
                 let wire = batch
                     .iter()
-                    .map(|tx| bincode::serialize(tx).unwrap())
+                    .map(curta_client::transport::wire_bytes)
                     .collect();
                 let _ = tpu.try_send_wire_transaction_batch(wire).await;
             }
@@ -116,7 +116,7 @@ type Tpu = TpuClient<
 
 /// Waits until every signature is confirmed; returns those still unknown when none resolved
 /// for two seconds (dropped by the node), for the caller to sign again.
-async fn confirmed(rpc: &RpcClient, txs: &[Transaction]) -> Vec<usize> {
+async fn confirmed(rpc: &RpcClient, txs: &[VersionedTransaction]) -> Vec<usize> {
     let mut pending: Vec<usize> = (0..txs.len()).collect();
     let mut idle = Instant::now();
     while !pending.is_empty() {
@@ -151,7 +151,7 @@ async fn bare_loop(
     rpc: &RpcClient,
     tpu: Option<&Tpu>,
     program: &Pubkey,
-    messages: &[Message],
+    messages: &[VersionedMessage],
     payer: &Keypair,
 ) -> f64 {
     let started = Instant::now();
@@ -162,7 +162,7 @@ async fn bare_loop(
             .take_while(|m| is_write(program, m))
             .count()
             .max(1);
-        let mut todo: Vec<Message> = messages[i..i + stretch].to_vec();
+        let mut todo: Vec<VersionedMessage> = messages[i..i + stretch].to_vec();
         while !todo.is_empty() {
             let mut txs = Vec::with_capacity(todo.len());
             let mut blockhash = rpc.get_latest_blockhash().await.unwrap();
@@ -170,7 +170,9 @@ async fn bare_loop(
                 if n > 0 && n % 4_000 == 0 {
                     blockhash = rpc.get_latest_blockhash().await.unwrap();
                 }
-                txs.push(Transaction::new(&[payer], m.clone(), blockhash));
+                let mut m = m.clone();
+                m.set_recent_blockhash(blockhash);
+                txs.push(VersionedTransaction::try_new(m, &[payer]).expect("the payer signs"));
             }
             blast(rpc, tpu, &txs).await;
             todo = confirmed(rpc, &txs)

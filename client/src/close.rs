@@ -24,6 +24,8 @@ pub struct CloseReport {
     pub fees: u64,
     pub accounts_closed: usize,
     pub seconds: f64,
+    /// The format the Close went in.
+    pub format: crate::txformat::Format,
 }
 
 impl CloseReport {
@@ -42,6 +44,7 @@ impl CloseReport {
             destination: String,
             state: &'a str,
             accounts_closed: usize,
+            tx_version: crate::txformat::Format,
             lamports: Lamports,
             seconds: f64,
         }
@@ -52,6 +55,7 @@ impl CloseReport {
             destination: self.destination.to_string(),
             state: "closed",
             accounts_closed: self.accounts_closed,
+            tx_version: self.format,
             lamports: Lamports {
                 recovered: self.recovered,
                 fees: self.fees,
@@ -103,13 +107,15 @@ pub async fn close<T: Transport>(
     let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
     let destination = destination.unwrap_or(authority.pubkey());
     let item = plan::close(&chain, &authority.pubkey(), &destination);
+    let choice = crate::txformat::choose_noted(t, options.tx_version).await?;
     let mut engine = Engine::new(
         t,
         authority,
         options.compute_unit_price,
         options.max_in_flight,
         Progress::hidden(),
-    );
+    )
+    .with_format(choice.format);
     let fee = engine.fee(Kind::Close, &item.instructions).await?;
     check_funds(
         &authority.pubkey(),
@@ -135,5 +141,6 @@ pub async fn close<T: Transport>(
         fees: engine.tally.fees,
         accounts_closed: 1 + chain.weights.iter().filter(|w| w.account.is_some()).count(),
         seconds: started.elapsed().as_secs_f64(),
+        format: choice.format,
     })
 }

@@ -5,15 +5,17 @@
 
 use crate::progress::Progress;
 use crate::transport::{Profile, Sent, Transport, TxStatus};
+use crate::txformat::{Format, V1_LOADED_DATA_LIMIT, V1_PACKET_LEN};
 use crate::Error;
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_hash::Hash;
 use solana_instruction::Instruction;
 use solana_keypair::Keypair;
-use solana_message::Message;
+use solana_message::{v1, Message, VersionedMessage};
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
+use solana_transaction::versioned::VersionedTransaction;
 use solana_transaction::Transaction;
 use solana_transaction_error::TransactionError;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -309,7 +311,10 @@ pub struct Engine<'a, T: Transport> {
     payer: &'a Keypair,
     pub profile: Profile,
     price: Option<u64>,
-    /// Compute-unit limits by shape (with a price), measured or fixed; set once per run.
+    /// The format every transaction goes in (legacy unless [`Engine::with_format`]).
+    format: Format,
+    /// Compute-unit limits by shape (with a price, or in v1), measured or fixed; set once per
+    /// run.
     limits: HashMap<Shape, u32>,
     /// By kind and the compute-unit limit its transactions carry (it changes when measured).
     fees: HashMap<(Kind, Option<u32>), u64>,
@@ -347,6 +352,7 @@ impl<'a, T: Transport> Engine<'a, T> {
             payer,
             profile,
             price,
+            format: Format::Legacy,
             limits: HashMap::new(),
             fees: HashMap::new(),
             blockhash: None,
@@ -355,6 +361,18 @@ impl<'a, T: Transport> Engine<'a, T> {
             progress,
             timeline: Timeline::default(),
         }
+    }
+
+    /// The engine with its transactions in `format` (version 1 carries its compute-unit and
+    /// loaded-data limits in the message: every shape's limit is then measured, with or
+    /// without a price).
+    pub fn with_format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     pub fn transport(&self) -> &'a T {
@@ -387,18 +405,49 @@ impl<'a, T: Transport> Engine<'a, T> {
         instructions
     }
 
-    /// Most bytes one Write carries with this engine's compute-budget settings.
+    /// Most bytes one Write carries with this engine's format and compute-budget settings.
     pub fn write_capacity(&self) -> usize {
-        write_capacity(self.price.is_some())
+        write_capacity_in(self.format, self.price.is_some())
     }
 
     /// Serialized size of the transaction an item becomes (signatures included).
     pub fn transaction_len(&self, instructions: &[Instruction]) -> usize {
-        transaction_len(&self.payer.pubkey(), self.price.is_some(), instructions)
+        transaction_len_in(
+            self.format,
+            &self.payer.pubkey(),
+            self.price.is_some(),
+            instructions,
+        )
+    }
+
+    /// The message an item becomes under `blockhash`: legacy with the compute-budget
+    /// instructions [`Engine::instructions`] adds, or version 1 with its limits (measured, or
+    /// the most a transaction may use before they are) and the priority fee a legacy
+    /// transaction of that limit and price would pay, in lamports.
+    fn message(&self, item: &Item, blockhash: Hash) -> VersionedMessage {
+        match self.format {
+            Format::Legacy => VersionedMessage::Legacy(Message::new_with_blockhash(
+                &self.instructions(item),
+                Some(&self.payer.pubkey()),
+                &blockhash,
+            )),
+            Format::V1 => {
+                let limit = self
+                    .limit(item.kind, &item.instructions)
+                    .unwrap_or(MAX_COMPUTE_UNITS);
+                v1_message(
+                    &self.payer.pubkey(),
+                    &item.instructions,
+                    blockhash,
+                    limit,
+                    self.price.map(|price| priority_fee(price, limit)),
+                )
+            }
+        }
     }
 
     /// The compute-unit limit an item of this kind and these instructions carries, once
-    /// measured (or fixed); `None` without a price.
+    /// measured (or fixed); `None` in legacy without a price.
     pub fn limit(&self, kind: Kind, instructions: &[Instruction]) -> Option<u32> {
         self.limits.get(&shape(kind, instructions)).copied()
     }
@@ -415,14 +464,10 @@ impl<'a, T: Transport> Engine<'a, T> {
             return Ok(*fee);
         }
         let (blockhash, _) = self.fresh_blockhash().await?;
-        let instructions = self.instructions(&item);
-        let fee = message_fee(
-            self.transport,
-            &self.payer.pubkey(),
-            &instructions,
-            blockhash,
-        )
-        .await?;
+        let fee = self
+            .transport
+            .fee_for_message(&self.message(&item, blockhash))
+            .await?;
         self.fees.insert(key, fee);
         Ok(fee)
     }
@@ -446,32 +491,49 @@ impl<'a, T: Transport> Engine<'a, T> {
         }
     }
 
-    /// With a compute-unit price: simulate the first item of a shape to measure its compute
-    /// units, and set that shape's limit to the measure plus a margin (`measured_limit`). A
+    /// With a compute-unit price, or in v1 (whose messages always carry a limit): simulate
+    /// the first item of a shape to measure its compute units, and set that shape's limit to
+    /// the measure plus a margin (`measured_limit`). A
     /// simulation the chain refuses (its accounts do not exist yet, or already do) sets the
     /// kind's fixed bound instead (`fixed_limit`): the run goes on and re-plans as usual.
     async fn measure(&mut self, item: &Item) -> Result<(), Error> {
         let key = shape(item.kind, &item.instructions);
-        if self.price.is_none() || self.limits.contains_key(&key) {
+        if (self.price.is_none() && self.format == Format::Legacy) || self.limits.contains_key(&key)
+        {
             return Ok(());
         }
-        if item.kind == Kind::Step {
+        if matches!(item.kind, Kind::Step | Kind::StartRun) {
             // One step's units say nothing of the next one's (another stage, a longer
-            // attention): every step carries the fixed limit.
+            // attention): every step carries the fixed limit. A start's units depend on its
+            // prompt's form (the ids priced first, then the text the program tokenizes).
             self.limits.insert(key, fixed_limit(item.kind));
             return Ok(());
         }
         let (blockhash, _) = self.fresh_blockhash().await?;
-        let mut instructions = vec![ComputeBudgetInstruction::set_compute_unit_limit(
-            MAX_COMPUTE_UNITS,
-        )];
-        instructions.extend(item.instructions.iter().cloned());
-        let tx = Transaction::new_signed_with_payer(
-            &instructions,
-            Some(&self.payer.pubkey()),
-            &[self.payer],
-            blockhash,
-        );
+        let tx = match self.format {
+            Format::Legacy => {
+                let mut instructions = vec![ComputeBudgetInstruction::set_compute_unit_limit(
+                    MAX_COMPUTE_UNITS,
+                )];
+                instructions.extend(item.instructions.iter().cloned());
+                VersionedTransaction::from(Transaction::new_signed_with_payer(
+                    &instructions,
+                    Some(&self.payer.pubkey()),
+                    &[self.payer],
+                    blockhash,
+                ))
+            }
+            Format::V1 => signed(
+                v1_message(
+                    &self.payer.pubkey(),
+                    &item.instructions,
+                    blockhash,
+                    MAX_COMPUTE_UNITS,
+                    None,
+                ),
+                self.payer,
+            ),
+        };
         let simulation = self.transport.simulate(&tx).await?;
         let limit = match simulation.result {
             Ok(()) => measured_limit(item.kind, simulation.units),
@@ -490,13 +552,8 @@ impl<'a, T: Transport> Engine<'a, T> {
         self.transport.simulate(&tx).await
     }
 
-    fn sign(&self, item: &Item, blockhash: Hash) -> Transaction {
-        Transaction::new_signed_with_payer(
-            &self.instructions(item),
-            Some(&self.payer.pubkey()),
-            &[self.payer],
-            blockhash,
-        )
+    fn sign(&self, item: &Item, blockhash: Hash) -> VersionedTransaction {
+        signed(self.message(item, blockhash), self.payer)
     }
 
     /// A blockhash other than `used`, waiting for the cluster to produce one (a slot, or a
@@ -805,7 +862,98 @@ pub async fn message_fee<T: Transport>(
     blockhash: Hash,
 ) -> Result<u64, Error> {
     let message = Message::new_with_blockhash(instructions, Some(payer), &blockhash);
-    t.fee_for_message(&message).await
+    t.fee_for_message(&VersionedMessage::Legacy(message)).await
+}
+
+/// A message signed by its one signer, the payer.
+fn signed(message: VersionedMessage, payer: &Keypair) -> VersionedTransaction {
+    VersionedTransaction::try_new(message, &[payer]).expect("the payer signs its own message")
+}
+
+/// What a legacy transaction of compute-unit limit `limit` at `price` micro-lamports per unit
+/// pays beside its signatures (the runtime rounds up): the priority fee its v1 equivalent
+/// names in lamports.
+pub fn priority_fee(price: u64, limit: u32) -> u64 {
+    (price as u128 * limit as u128)
+        .div_ceil(1_000_000)
+        .min(u64::MAX as u128) as u64
+}
+
+/// A version 1 message of `instructions` paid by `payer`: compute-unit limit `limit`, the
+/// loaded-data limit [`V1_LOADED_DATA_LIMIT`], the default heap, and `priority_fee` lamports
+/// when set.
+pub fn v1_message(
+    payer: &Pubkey,
+    instructions: &[Instruction],
+    blockhash: Hash,
+    limit: u32,
+    priority_fee: Option<u64>,
+) -> VersionedMessage {
+    let config = v1::TransactionConfig {
+        priority_fee,
+        compute_unit_limit: Some(limit),
+        loaded_accounts_data_size_limit: Some(V1_LOADED_DATA_LIMIT),
+        heap_size: None,
+    };
+    VersionedMessage::V1(
+        v1::Message::try_compile_with_config(payer, instructions, blockhash, config)
+            .expect("a message of at most 64 accounts compiles"),
+    )
+}
+
+/// Serialized size of a transaction of `instructions` paid by `payer` in `format`
+/// (signatures included): legacy with the two compute-budget instructions if `priced`; v1
+/// with its limits, and its priority fee if `priced`.
+pub fn transaction_len_in(
+    format: Format,
+    payer: &Pubkey,
+    priced: bool,
+    instructions: &[Instruction],
+) -> usize {
+    match format {
+        Format::Legacy => transaction_len(payer, priced, instructions),
+        Format::V1 => {
+            let message = v1_message(
+                payer,
+                instructions,
+                Hash::default(),
+                MAX_COMPUTE_UNITS,
+                priced.then_some(u64::MAX),
+            );
+            // V1: the message (its version byte first), then one signature per signer, no
+            // length prefix.
+            let signatures = message.header().num_required_signatures as usize;
+            message.serialize().len() + 64 * signatures
+        }
+    }
+}
+
+/// Most payload bytes one Write carries in `format` with one signer (the authority paying),
+/// with or without a price.
+pub fn write_capacity_in(format: Format, priced: bool) -> usize {
+    match format {
+        Format::Legacy => write_capacity(priced),
+        Format::V1 => {
+            let authority = Pubkey::new_from_array([1; 32]);
+            let weight = Pubkey::new_from_array([2; 32]);
+            let program = Pubkey::new_from_array([3; 32]);
+            let mut bytes = V1_PACKET_LEN;
+            while bytes > 1 {
+                let write = curta_interface::instruction::write(
+                    &program,
+                    &weight,
+                    &authority,
+                    u32::MAX,
+                    &vec![0xff; bytes],
+                );
+                if transaction_len_in(format, &authority, priced, &[write]) <= V1_PACKET_LEN {
+                    break;
+                }
+                bytes -= 1;
+            }
+            bytes
+        }
+    }
 }
 
 /// Serialized size of a transaction of `instructions` paid by `payer` (signatures included),

@@ -36,6 +36,12 @@ pub enum Error {
     #[error("no model account at {0}")]
     ModelNotFound(Pubkey),
     #[error(
+        "{cluster} does not accept version 1 transactions (its feature enable_tx_v1, \
+         {}, is not active); nothing was sent: use --tx-version legacy or auto",
+        crate::txformat::FEATURE_TX_V1
+    )]
+    TxV1Unsupported { cluster: String },
+    #[error(
         "account {address} is not a Curta model of program {program} (owner {owner}, {len} bytes){}",
         if .owner != .program && *.len == curta_interface::state::MODEL_LEN {
             format!("; if it is a model of the Curta program deployed at {owner}, pass --program-id {owner}")

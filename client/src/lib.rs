@@ -22,6 +22,7 @@ pub mod seal;
 pub mod status;
 pub mod steps;
 pub mod transport;
+pub mod txformat;
 pub mod verify;
 pub mod verify_program;
 
@@ -37,6 +38,7 @@ pub use status::{status, Status};
 pub use transport::{
     BankTransport, Ledger, Profile, RpcTransport, Sent, Simulation, Transport, TxStatus,
 };
+pub use txformat::{Format, TxVersion};
 pub use verify::{verify, Verification};
 pub use verify_program::{verify_program, ProgramVerification};
 
@@ -50,4 +52,6 @@ pub struct Options {
     pub max_in_flight: Option<usize>,
     /// Progress bars on stderr (only drawn when stderr is a terminal).
     pub progress: bool,
+    /// The transaction format (default auto: version 1 where the cluster accepts it).
+    pub tx_version: TxVersion,
 }

@@ -37,13 +37,15 @@ pub async fn publish_artifact<T: Transport>(
     let started = Instant::now();
     let model_address = artifact.model_address(&t.program_id(), &authority.pubkey());
     chain::require_program(t).await?;
+    let choice = crate::txformat::choose_noted(t, options.tx_version).await?;
     let mut engine = Engine::new(
         t,
         authority,
         options.compute_unit_price,
         options.max_in_flight,
         Progress::new(options.progress),
-    );
+    )
+    .with_format(choice.format);
     let balance_before = t.balance(&authority.pubkey()).await?;
     let chain = chain::read(t, &model_address, &authority.pubkey(), &artifact.lengths).await?;
     if let Some(model) = &chain.model {
@@ -100,5 +102,7 @@ pub async fn publish_artifact<T: Transport>(
         balance_after: t.balance(&authority.pubkey()).await?,
         seconds: started.elapsed().as_secs_f64(),
         next,
+        format: choice.format,
+        format_note: choice.note,
     })
 }

@@ -1,9 +1,10 @@
 //! What an operation did: the report printed as text or JSON (`--output json`).
 
 use crate::artifact::hex;
-use crate::engine::{write_capacity, Tally};
+use crate::engine::{write_capacity_in, Tally};
 use crate::error::sol;
 use crate::steps::State;
+use crate::txformat::Format;
 use serde::Serialize;
 use serde_json::Value;
 use solana_pubkey::Pubkey;
@@ -29,6 +30,10 @@ pub struct Report {
     pub seconds: f64,
     /// The command to run next, if any.
     pub next: Option<String>,
+    /// The format the transactions went in.
+    pub format: Format,
+    /// Why: set when `--tx-version auto` found the cluster without version 1 transactions.
+    pub format_note: Option<String>,
 }
 
 impl Report {
@@ -47,6 +52,8 @@ impl Report {
             state: self.state,
             sections: self.sections,
             artifact_bytes: self.artifact_bytes,
+            tx_version: self.format,
+            tx_version_note: self.format_note.as_deref(),
             transactions: Transactions {
                 create: t.create,
                 write: t.write,
@@ -59,8 +66,8 @@ impl Report {
             write_bytes_per_tx: WriteBytes {
                 min: t.write_bytes_min.unwrap_or(0),
                 max: t.write_bytes_max,
-                capacity: write_capacity(false),
-                capacity_with_compute_budget: write_capacity(true),
+                capacity: write_capacity_in(self.format, false),
+                capacity_with_compute_budget: write_capacity_in(self.format, true),
             },
             bytes_written: t.bytes_written,
             lamports: Lamports {
@@ -97,6 +104,14 @@ impl Report {
             self.artifact_bytes, self.sections
         );
         s += &format!(
+            "tx version:     {}{}\n",
+            self.format,
+            match self.format {
+                Format::Legacy => " (1,232 bytes)",
+                Format::V1 => " (4,096 bytes)",
+            }
+        );
+        s += &format!(
             "transactions:   {} ({} create, {} write, {} seal, {} other, {} failed; {} re-signed)\n",
             t.landed(), t.create, t.write, t.seal, t.other, t.failed, t.resigned
         );
@@ -109,9 +124,13 @@ impl Report {
             );
         }
         s += &format!(
-            "write capacity: {} bytes, {} with compute-budget instructions\n",
-            write_capacity(false),
-            write_capacity(true)
+            "write capacity: {} bytes, {} with {}\n",
+            write_capacity_in(self.format, false),
+            write_capacity_in(self.format, true),
+            match self.format {
+                Format::Legacy => "compute-budget instructions",
+                Format::V1 => "a priority fee",
+            }
         );
         s += &format!(
             "lamports:       {} rent + {} fees = {} spent ({}); rent held {}\n",
@@ -143,9 +162,14 @@ struct ReportJson<'a> {
     state: State,
     sections: usize,
     artifact_bytes: u64,
+    /// "legacy" or "v1".
+    tx_version: Format,
+    /// Set when auto fell back to legacy, saying why.
+    tx_version_note: Option<&'a str>,
     transactions: Transactions,
-    /// Payload bytes of the writes sent; and the most a Write carries with one signer,
-    /// without and with the two compute-budget instructions a price adds.
+    /// Payload bytes of the writes sent; and the most a Write carries in the format used
+    /// with one signer, without and with a compute-unit price (legacy: the two
+    /// compute-budget instructions; v1: its priority fee).
     write_bytes_per_tx: WriteBytes,
     bytes_written: u64,
     lamports: Lamports,

@@ -37,13 +37,15 @@ pub async fn seal<T: Transport>(
     plan::require_complete(&chain)?;
     let held_before = chain.rent_held();
     let balance_before = t.balance(&payer.pubkey()).await?;
+    let choice = crate::txformat::choose_noted(t, options.tx_version).await?;
     let mut engine = Engine::new(
         t,
         payer,
         options.compute_unit_price,
         options.max_in_flight,
         Progress::new(options.progress),
-    );
+    )
+    .with_format(choice.format);
 
     if model.state != ModelState::Sealed {
         if artifact.is_none() {
@@ -95,5 +97,7 @@ pub async fn seal<T: Transport>(
         balance_after: t.balance(&payer.pubkey()).await?,
         seconds: started.elapsed().as_secs_f64(),
         next: None,
+        format: choice.format,
+        format_note: choice.note,
     })
 }

@@ -111,7 +111,15 @@ fn demo_prints_the_json_report() {
     for key in ["create", "write", "seal"] {
         assert!(json["transactions"][key].as_u64().unwrap() > 0, "{key}");
     }
-    assert_eq!(json["write_bytes_per_tx"]["max"], 1019);
+    // The bank accepts version 1 transactions (program-test activates enable_tx_v1): auto
+    // sends v1, each Write carrying a 4,096-byte packet's worth.
+    assert_eq!(json["tx_version"], "v1");
+    assert_eq!(json["tx_version_note"], serde_json::Value::Null);
+    let capacity = curta_client::engine::write_capacity_in(curta_client::Format::V1, false) as u64;
+    assert_eq!(capacity, 3_871);
+    assert_eq!(json["write_bytes_per_tx"]["capacity"], capacity);
+    assert!(json["write_bytes_per_tx"]["max"].as_u64().unwrap() <= capacity);
+    assert!(json["write_bytes_per_tx"]["max"].as_u64().unwrap() > 1019);
     assert!(json["write_bytes_per_tx"]["min"].as_u64().unwrap() >= 1);
     // Rent from the spec's numbers: (128 + len) x 6,960 for the model and both weight accounts.
     let artifact =
@@ -168,6 +176,7 @@ fn demo_prints_the_json_report() {
     assert_eq!(on["tokens"], json["run"]["tokens"]);
     assert_eq!(on["text"], json["run"]["text"]);
     assert_eq!(on["closed"], true);
+    assert_eq!(on["tx_version"], "v1");
     let transactions = on["transactions"].as_u64().unwrap();
     assert_eq!(transactions, on["steps_sent"].as_u64().unwrap() + 2);
     assert_eq!(on["fees"].as_u64(), Some(5_000 * transactions));
@@ -200,10 +209,13 @@ fn rehearse_with_a_price_prints_every_json_key() {
         &artifact,
         "--with-compute-unit-price",
         "12345",
+        "--tx-version",
+        "legacy",
         "--output",
         "json",
     ]);
     assert!(ok, "{err}");
+    assert!(!err.contains("Note:"), "{err}");
     let json: serde_json::Value = serde_json::from_str(&out[out.find("{\n").unwrap()..]).unwrap();
     assert_report_keys(&json);
     assert_eq!(json["state"], "Sealed");
@@ -218,6 +230,52 @@ fn rehearse_with_a_price_prints_every_json_key() {
     // Each transaction pays 5,000 + a priority fee of 12,345 x its limit / 10^6 > 0.
     let total = json["transactions"]["total"].as_u64().unwrap();
     assert!(json["lamports"]["fees"].as_u64().unwrap() > 5000 * total);
+}
+
+#[test]
+fn rehearse_in_v1_with_a_price_pays_the_priority_fee_in_lamports() {
+    let dir = tempfile::tempdir().unwrap();
+    let artifact = artifact_file(&dir);
+    let (ok, out, err) = client(&[
+        "rehearse",
+        &artifact,
+        "--with-compute-unit-price",
+        "12345",
+        "--tx-version",
+        "v1",
+        "--output",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out[out.find("{\n").unwrap()..]).unwrap();
+    assert_report_keys(&json);
+    assert_eq!(json["state"], "Sealed");
+    assert_eq!(json["tx_version"], "v1");
+    // v1 carries the priority fee as a u64 in the message: 8 bytes instead of the legacy
+    // compute-budget program key and two instructions.
+    let capacity = curta_client::engine::write_capacity_in(curta_client::Format::V1, false);
+    let priced = curta_client::engine::write_capacity_in(curta_client::Format::V1, true);
+    assert_eq!(priced, capacity - 8);
+    assert_eq!(json["write_bytes_per_tx"]["capacity"], capacity);
+    assert_eq!(
+        json["write_bytes_per_tx"]["capacity_with_compute_budget"],
+        priced
+    );
+    assert!(json["write_bytes_per_tx"]["max"].as_u64().unwrap() <= priced as u64);
+    // Each transaction pays 5,000 + its priority fee, 12,345 x its limit / 10^6 rounded up.
+    let total = json["transactions"]["total"].as_u64().unwrap();
+    assert!(json["lamports"]["fees"].as_u64().unwrap() > 5000 * total);
+}
+
+#[test]
+fn tx_version_is_checked_by_the_parser() {
+    let (ok, _, err) = client(&["rehearse", "x", "--tx-version", "v0"]);
+    assert!(!ok);
+    assert!(
+        err.contains("invalid value 'v0' for '--tx-version <VERSION>'"),
+        "{err}"
+    );
+    assert!(err.contains("[possible values: legacy, v1, auto]"), "{err}");
 }
 
 #[test]

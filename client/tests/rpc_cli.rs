@@ -98,8 +98,57 @@ async fn cli_publish_seal_status_verify_close_over_rpc() {
     let stories_file = stories_path.display().to_string();
     let before = banks.get_balance(authority.pubkey()).await.unwrap();
 
-    // publish, then seal, at "processed".
-    let published = client_json(&["publish", &stories_file], &url, &keypair, "processed").await;
+    // This node has no version 1 transactions (its bank runs without enable_tx_v1): asked
+    // for v1, the client refuses before sending anything.
+    let flags = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = ["--url", &url, "--keypair", &keypair.display().to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let (ok, stdout, stderr) = client(
+        [
+            vec!["publish".to_string(), stories_file.clone()],
+            flags(&["--tx-version", "v1"]),
+        ]
+        .concat(),
+    )
+    .await;
+    assert!(!ok);
+    assert_eq!(stdout, "");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {url} does not accept version 1 transactions (its feature enable_tx_v1, \
+             txv1aq4pp281K9um3tnPgkfX8UqtFT6wcVW3hNezGLL, is not active); nothing was sent: \
+             use --tx-version legacy or auto\n"
+        )
+    );
+    assert!(shim.executed().is_empty());
+    assert_eq!(banks.get_balance(authority.pubkey()).await.unwrap(), before);
+
+    // publish (auto: legacy here, said once on stderr), then seal, at "processed".
+    let (ok, stdout, stderr) = client(
+        [
+            vec!["publish".to_string(), stories_file.clone()],
+            flags(&["--commitment", "processed", "--output", "json"]),
+        ]
+        .concat(),
+    )
+    .await;
+    assert!(ok, "{stderr}");
+    let note = format!(
+        "{url} does not accept version 1 transactions (feature \
+         txv1aq4pp281K9um3tnPgkfX8UqtFT6wcVW3hNezGLL is not active): sending legacy transactions"
+    );
+    assert_eq!(stderr.matches("Note: ").count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("Note: {note}\n")), "{stderr}");
+    let published: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(published["tx_version"], "legacy");
+    assert_eq!(published["tx_version_note"], note.as_str());
+    assert_eq!(published["write_bytes_per_tx"]["max"], 1019);
     assert_eq!(published["cluster"], url.as_str());
     assert_eq!(published["state"], "Open");
     assert_eq!(published["weights_hash"], weights_hash(&stories).as_str());

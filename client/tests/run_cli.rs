@@ -318,6 +318,10 @@ fn rehearse_run_equals_run_and_reports_the_chain_figures() {
     assert_eq!(on["lamports_spent"].as_u64(), on["fees"].as_u64());
     assert_eq!(on["closed"], true);
     assert_eq!(on["rehearsal"]["state"], "Sealed");
+    // The bank accepts version 1 transactions: publish, seal, start, steps and close went
+    // in v1 (`auto`), and the run equals the file's.
+    assert_eq!(on["tx_version"], "v1");
+    assert_eq!(on["rehearsal"]["tx_version"], "v1");
     for key in [
         "balance_after",
         "balance_before",

@@ -206,7 +206,7 @@ async fn a_blockhash_is_not_expired_while_its_batch_executes() {
         curta_program::state::weight_address(&program, &authority.pubkey(), &model, big as u8);
     let before = bank.balance(&authority.pubkey()).await.unwrap();
     let (blockhash, last_valid) = bank.latest_blockhash().await.unwrap();
-    let writes: Vec<solana_transaction::Transaction> = (0..WRITES)
+    let writes: Vec<solana_transaction::versioned::VersionedTransaction> = (0..WRITES)
         .map(|i| {
             let offset = i * BYTES;
             let write = curta_program::instruction::write(
@@ -222,6 +222,7 @@ async fn a_blockhash_is_not_expired_while_its_batch_executes() {
                 &[&authority],
                 blockhash,
             )
+            .into()
         })
         .collect();
     let signatures: Vec<_> = writes.iter().map(|tx| tx.signatures[0]).collect();

@@ -9,6 +9,7 @@ use super::*;
 use curta_client::{close, publish, seal, verify, Error, Sent};
 use curta_tests::client::{landed, model_rent, Fault, Faulty, FEE};
 use curta_tests::{sha256_chain, split_sections, stories260k_artifact};
+use solana_transaction::versioned::VersionedTransaction;
 use solana_transaction::Transaction;
 
 /// The model account decoded.
@@ -18,7 +19,7 @@ async fn model_state(bank: &BankTransport, model: &Pubkey) -> curta_program::sta
 }
 
 /// The ledger entry of `tx`: the engine records what it sends before sending it.
-fn ledger_entry(bank: &BankTransport, tx: &Transaction) -> Sent {
+fn ledger_entry(bank: &BankTransport, tx: &VersionedTransaction) -> Sent {
     bank.ledger()
         .pending()
         .into_iter()
@@ -27,7 +28,7 @@ fn ledger_entry(bank: &BankTransport, tx: &Transaction) -> Sent {
 }
 
 /// Whether the bank ever executed `tx` (successfully or not).
-async fn executed(bank: &BankTransport, tx: &Transaction) -> bool {
+async fn executed(bank: &BankTransport, tx: &VersionedTransaction) -> bool {
     landed(bank, &tx.signatures[..1]).await == 1
 }
 
@@ -219,12 +220,12 @@ async fn a_start_seal_waits_for_a_write_sent_earlier() {
         &[sections[1][offset] ^ 0xff],
     );
     let (blockhash, last_valid) = bank.latest_blockhash().await.unwrap();
-    let late = Transaction::new_signed_with_payer(
+    let late = VersionedTransaction::from(Transaction::new_signed_with_payer(
         &[write],
         Some(&authority.pubkey()),
         &[&authority],
         blockhash,
-    );
+    ));
     bank.ledger().record(Sent {
         signature: late.signatures[0],
         blockhash,

@@ -71,7 +71,9 @@ pub(crate) async fn fee_per_transaction(bank: &BankTransport, payer: &Pubkey) ->
         Some(payer),
         &blockhash,
     );
-    bank.fee_for_message(&message).await.unwrap()
+    bank.fee_for_message(&solana_message::VersionedMessage::Legacy(message))
+        .await
+        .unwrap()
 }
 
 const SAMPLED: Settings = Settings {
@@ -546,14 +548,12 @@ async fn over_rpc_with_a_price_the_run_equals_client_run() {
     assert_eq!(run.text_bytes, text);
     assert_eq!(run.steps as u64, steps);
     assert_eq!(run.transactions, steps + 2);
-    // Each step carries 1,250,000; the start its measured limit (1.2 x units + 1,000); the
-    // close the fixed 50,000 (priced before the run account exists, so not measurable). The
-    // client measures a transaction without its SetComputeUnitPrice instruction, a builtin of
-    // 150 units that the start's simulation (`start_units`) counts.
-    let limit = |units: u64| units + units / 5 + 1_000;
+    // Each step carries 1,250,000; the start the most a transaction may, 1,400,000 (its
+    // units depend on the prompt's form: the ids it is priced with, or the text the program
+    // tokenizes, up to a million units); the close the fixed 50,000 (priced before the run
+    // account exists, so not measurable).
     let priced = |limit: u64| 5_000 + (1_000 * limit).div_ceil(1_000_000);
-    let measured = run.start_units.unwrap() - 150;
-    let expected = steps * priced(1_250_000) + priced(limit(measured)) + priced(50_000);
+    let expected = steps * priced(1_250_000) + priced(1_400_000) + priced(50_000);
     assert_eq!(run.fees, expected);
     let after = shim.banks().get_balance(runner.pubkey()).await.unwrap();
     assert_eq!(after, before - run.fees);

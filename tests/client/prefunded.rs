@@ -10,9 +10,10 @@ use curta_tests::{sha256_chain, split_sections, stories260k_artifact};
 use solana_account::Account;
 use solana_hash::Hash;
 use solana_instruction::Instruction;
-use solana_message::Message;
+use solana_message::VersionedMessage;
 use solana_signature::Signature;
 use solana_system_interface::instruction as system;
+use solana_transaction::versioned::VersionedTransaction;
 use solana_transaction::Transaction;
 
 /// Lands one transaction signed by `payer` (fee payer) on the bank.
@@ -359,7 +360,7 @@ impl Transport for ShortStatuses<'_> {
     async fn rent_minimum(&self, len: usize) -> Result<u64, Error> {
         self.0.rent_minimum(len).await
     }
-    async fn fee_for_message(&self, m: &Message) -> Result<u64, Error> {
+    async fn fee_for_message(&self, m: &VersionedMessage) -> Result<u64, Error> {
         self.0.fee_for_message(m).await
     }
     async fn latest_blockhash(&self) -> Result<(Hash, u64), Error> {
@@ -368,7 +369,7 @@ impl Transport for ShortStatuses<'_> {
     async fn blockhash_expired(&self, h: &Hash, last_valid: u64) -> Result<bool, Error> {
         self.0.blockhash_expired(h, last_valid).await
     }
-    async fn send(&self, txs: &[Transaction]) -> Result<(), Error> {
+    async fn send(&self, txs: &[VersionedTransaction]) -> Result<(), Error> {
         self.0.send(txs).await
     }
     async fn statuses(&self, s: &[Signature]) -> Result<Vec<TxStatus>, Error> {
@@ -382,7 +383,7 @@ impl Transport for ShortStatuses<'_> {
     fn ledger(&self) -> &curta_client::Ledger {
         self.0.ledger()
     }
-    async fn simulate(&self, tx: &Transaction) -> Result<Simulation, Error> {
+    async fn simulate(&self, tx: &VersionedTransaction) -> Result<Simulation, Error> {
         self.0.simulate(tx).await
     }
     async fn pass_slot(&self, slot: u64) -> Result<(), curta_client::Error> {

@@ -8,6 +8,7 @@ use curta_client::{publish, Error};
 use curta_tests::client::{model_rent, rent, Fault, Faulty, FEE};
 use curta_tests::{split_sections, stories260k_artifact};
 use solana_signature::Signature;
+use solana_transaction::versioned::VersionedTransaction;
 use solana_transaction::Transaction;
 
 /// Micro-lamports per compute unit: not a round number, so the fee's rounding up shows.
@@ -28,18 +29,20 @@ fn set_price(price: u64) -> Vec<u8> {
     [&[3u8][..], &price.to_le_bytes()].concat()
 }
 
+/// Legacy transactions: these tests read the compute-budget instructions a price adds.
 fn priced() -> Options {
     Options {
         compute_unit_price: Some(PRICE),
+        tx_version: curta_client::TxVersion::Legacy,
         ..Options::default()
     }
 }
 
 /// The instructions of a landed transaction, decompiled.
-fn instructions(tx: &Transaction) -> Vec<(Pubkey, Vec<u8>)> {
-    let keys = &tx.message.account_keys;
+fn instructions(tx: &VersionedTransaction) -> Vec<(Pubkey, Vec<u8>)> {
+    let keys = tx.message.static_account_keys();
     tx.message
-        .instructions
+        .instructions()
         .iter()
         .map(|ix| (keys[ix.program_id_index as usize], ix.data.clone()))
         .collect()
@@ -67,7 +70,7 @@ async fn priced_publish_sends_and_pays_exactly_what_it_checked() {
     let sent = t.forwarded_transactions();
     let signatures: Vec<Signature> = sent.iter().map(|tx| tx.signatures[0]).collect();
     let statuses = bank.statuses(&signatures).await.unwrap();
-    let landed: Vec<&Transaction> = sent
+    let landed: Vec<&VersionedTransaction> = sent
         .iter()
         .zip(&statuses)
         .filter(|(_, s)| matches!(s, curta_client::TxStatus::Landed(_)))
@@ -99,13 +102,17 @@ async fn priced_publish_sends_and_pays_exactly_what_it_checked() {
             }
             _ => {
                 creates += 1;
-                let mut message = tx.message.clone();
+                let mut message = (*tx)
+                    .clone()
+                    .into_legacy_transaction()
+                    .expect("a legacy transaction")
+                    .message;
                 message.instructions.remove(1);
                 let mut unsigned = Transaction::new_unsigned(message);
                 unsigned.message.instructions[0].data = set_limit(1_400_000);
                 let (blockhash, _) = second.latest_blockhash().await.unwrap();
                 unsigned.sign(&[&authority], blockhash);
-                let simulation = second.simulate(&unsigned).await.unwrap();
+                let simulation = second.simulate(&unsigned.into()).await.unwrap();
                 assert_eq!(simulation.result, Ok(()), "{:?}", simulation.logs);
                 let units = simulation.units;
                 (units + units / 5 + 1_000) as u32

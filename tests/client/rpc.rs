@@ -10,7 +10,9 @@ use curta_tests::{sha256_chain, stories260k_artifact, tiny_sections};
 use solana_account::Account;
 use solana_commitment_config::CommitmentConfig;
 use solana_hash::Hash;
+use solana_message::VersionedMessage;
 use solana_signature::Signature;
+use solana_transaction::versioned::VersionedTransaction;
 use solana_transaction::Transaction;
 use std::time::Instant;
 
@@ -292,7 +294,7 @@ async fn rpc_endpoint_that_is_not_listening_is_a_transport_error_naming_it() {
 }
 
 /// A signed transfer of `lamports` from `from` with `blockhash`.
-fn transfer(from: &Keypair, to: &Pubkey, lamports: u64, blockhash: Hash) -> Transaction {
+fn transfer(from: &Keypair, to: &Pubkey, lamports: u64, blockhash: Hash) -> VersionedTransaction {
     Transaction::new_signed_with_payer(
         &[solana_system_interface::instruction::transfer(
             &from.pubkey(),
@@ -303,6 +305,7 @@ fn transfer(from: &Keypair, to: &Pubkey, lamports: u64, blockhash: Hash) -> Tran
         &[from],
         blockhash,
     )
+    .into()
 }
 
 /// Polls until every signature has landed (at the transport's commitment).
@@ -407,12 +410,15 @@ async fn rpc_transport_methods_answer_as_the_bank_does() {
     let to = Pubkey::new_unique();
     let message = transfer(&authority, &to, 1, blockhash).message;
     assert_eq!(rpc.fee_for_message(&message).await.unwrap(), FEE);
+    let VersionedMessage::Legacy(legacy) = &message else {
+        panic!("a legacy transfer")
+    };
     assert_eq!(
-        banks.get_fee_for_message(message.clone()).await.unwrap(),
+        banks.get_fee_for_message(legacy.clone()).await.unwrap(),
         Some(FEE)
     );
     let mut unknown = message.clone();
-    unknown.recent_blockhash = Hash::new_unique();
+    unknown.set_recent_blockhash(Hash::new_unique());
     let err = rpc.fee_for_message(&unknown).await.unwrap_err();
     assert!(
         matches!(&err, Error::Transport(m) if m.contains("Invalid blockhash")),
@@ -466,7 +472,7 @@ async fn rpc_transport_methods_answer_as_the_bank_does() {
     // error at once, naming it; the good one sent with it still lands.
     let (blockhash, _) = rpc.latest_blockhash().await.unwrap();
     let good = transfer(&authority, &to, 2, blockhash);
-    let oversize = Transaction::new_signed_with_payer(
+    let oversize = VersionedTransaction::from(Transaction::new_signed_with_payer(
         &[solana_instruction::Instruction::new_with_bytes(
             curta_program::id(),
             &[0u8; 1_300],
@@ -475,7 +481,7 @@ async fn rpc_transport_methods_answer_as_the_bank_does() {
         Some(&authority.pubkey()),
         &[&authority],
         blockhash,
-    );
+    ));
     let err = rpc
         .send(&[good.clone(), oversize.clone()])
         .await

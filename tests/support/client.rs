@@ -6,10 +6,10 @@ use curta_client::{Error, Ledger, Profile, Simulation, Transport, TxStatus};
 use curta_core::convert::synth::Rng;
 use solana_account::Account;
 use solana_hash::Hash;
-use solana_message::Message;
+use solana_message::VersionedMessage;
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
-use solana_transaction::Transaction;
+use solana_transaction::versioned::VersionedTransaction;
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -27,17 +27,17 @@ pub fn model_rent(section_lengths: &[usize]) -> u64 {
 /// Fee per signature on the bank (one signer per transaction, no priority fee).
 pub const FEE: u64 = 5_000;
 
-/// Whether a message is a Curta Write (instruction tag 2) of `program`, with or without
-/// compute-budget instructions before it.
-pub fn is_write(program: &Pubkey, message: &Message) -> bool {
+/// Whether a message (legacy or version 1) is a Curta Write (instruction tag 2) of
+/// `program`, with or without compute-budget instructions before it.
+pub fn is_write(program: &Pubkey, message: &VersionedMessage) -> bool {
     curta_tag(program, message) == Some(2)
 }
 
 /// The instruction tag of a message's Curta instruction of `program` (its last), if it ends
 /// with one: 2 Write, 3 Seal, 4 Reopen, 5 Close.
-pub fn curta_tag(program: &Pubkey, message: &Message) -> Option<u8> {
-    message.instructions.last().and_then(|ix| {
-        (message.account_keys[ix.program_id_index as usize] == *program)
+pub fn curta_tag(program: &Pubkey, message: &VersionedMessage) -> Option<u8> {
+    message.instructions().last().and_then(|ix| {
+        (message.static_account_keys()[ix.program_id_index as usize] == *program)
             .then(|| ix.data.first().copied())
             .flatten()
     })
@@ -71,7 +71,7 @@ pub enum Fault {
     /// executed or its blockhash has expired (then it never will): a transaction signed by
     /// an earlier run, delivered late. [`Faulty::late_landed`] says which.
     LateBefore {
-        late: Box<Transaction>,
+        late: Box<VersionedTransaction>,
         last_valid: u64,
         tag: u8,
         skip: u64,
@@ -88,7 +88,7 @@ pub struct Faulty<'a, T: Transport> {
     pub inner: &'a T,
     fault: Fault,
     rng: Mutex<Rng>,
-    forwarded: Mutex<Vec<Transaction>>,
+    forwarded: Mutex<Vec<VersionedTransaction>>,
     /// Signatures the inner transport reported landed successfully, first sighting first.
     landed: Mutex<(Vec<Signature>, HashSet<Signature>)>,
     dropped: Mutex<u64>,
@@ -99,7 +99,7 @@ pub struct Faulty<'a, T: Transport> {
     /// The program id the client is told to use, when it is not the bank's.
     pub program_id: Option<Pubkey>,
     /// [`Fault::HoldFirst`]'s transaction.
-    held: Mutex<Option<Transaction>>,
+    held: Mutex<Option<VersionedTransaction>>,
     /// [`Fault::LateBefore`]: transactions of its tag seen so far, and whether the late
     /// transaction landed (`None` until it was handed over).
     late: Mutex<(u64, Option<bool>)>,
@@ -137,15 +137,15 @@ impl<'a, T: Transport> Faulty<'a, T> {
     }
 
     /// Every transaction forwarded, in sending order.
-    pub fn forwarded_transactions(&self) -> Vec<Transaction> {
+    pub fn forwarded_transactions(&self) -> Vec<VersionedTransaction> {
         self.forwarded.lock().unwrap().clone()
     }
 
     /// The messages of the forwarded transactions that landed successfully, in the order the
     /// statuses showed them landed.
-    pub fn landed_messages(&self) -> Vec<Message> {
+    pub fn landed_messages(&self) -> Vec<VersionedMessage> {
         let forwarded = self.forwarded.lock().unwrap();
-        let by_signature: std::collections::HashMap<Signature, &Message> = forwarded
+        let by_signature: std::collections::HashMap<Signature, &VersionedMessage> = forwarded
             .iter()
             .map(|tx| (tx.signatures[0], &tx.message))
             .collect();
@@ -158,7 +158,7 @@ impl<'a, T: Transport> Faulty<'a, T> {
     }
 
     /// The transaction [`Fault::HoldFirst`] kept, if it saw one.
-    pub fn held(&self) -> Option<Transaction> {
+    pub fn held(&self) -> Option<VersionedTransaction> {
         self.held.lock().unwrap().clone()
     }
 
@@ -169,14 +169,18 @@ impl<'a, T: Transport> Faulty<'a, T> {
     }
 
     /// Hands `late` to the inner transport and waits until it executed or can no longer.
-    async fn deliver_late(&self, late: &Transaction, last_valid: u64) -> Result<bool, Error> {
+    async fn deliver_late(
+        &self,
+        late: &VersionedTransaction,
+        last_valid: u64,
+    ) -> Result<bool, Error> {
         self.forwarded.lock().unwrap().push(late.clone());
         self.inner.send(std::slice::from_ref(late)).await?;
         loop {
             if let TxStatus::Landed(_) = self.inner.statuses(&late.signatures[..1]).await?[0] {
                 return Ok(true);
             }
-            let blockhash = late.message.recent_blockhash;
+            let blockhash = *late.message.recent_blockhash();
             if self.inner.blockhash_expired(&blockhash, last_valid).await? {
                 // Expired: what was taken before has executed (the bank's fence), so a status
                 // now is final.
@@ -220,7 +224,7 @@ impl<T: Transport> Transport for Faulty<'_, T> {
     async fn rent_minimum(&self, len: usize) -> Result<u64, Error> {
         self.inner.rent_minimum(len).await
     }
-    async fn fee_for_message(&self, m: &Message) -> Result<u64, Error> {
+    async fn fee_for_message(&self, m: &VersionedMessage) -> Result<u64, Error> {
         self.inner.fee_for_message(m).await
     }
     async fn latest_blockhash(&self) -> Result<(Hash, u64), Error> {
@@ -247,7 +251,7 @@ impl<T: Transport> Transport for Faulty<'_, T> {
         self.crashed()?;
         self.inner.blockhash_expired(h, lvbh).await
     }
-    async fn send(&self, txs: &[Transaction]) -> Result<(), Error> {
+    async fn send(&self, txs: &[VersionedTransaction]) -> Result<(), Error> {
         self.crashed()?;
         let mut keep = Vec::with_capacity(txs.len());
         for tx in txs {
@@ -349,7 +353,7 @@ impl<T: Transport> Transport for Faulty<'_, T> {
     fn ledger(&self) -> &Ledger {
         self.inner.ledger()
     }
-    async fn simulate(&self, tx: &Transaction) -> Result<Simulation, Error> {
+    async fn simulate(&self, tx: &VersionedTransaction) -> Result<Simulation, Error> {
         self.inner.simulate(tx).await
     }
     async fn pass_slot(&self, slot: u64) -> Result<(), Error> {

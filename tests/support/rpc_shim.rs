@@ -185,6 +185,9 @@ impl RpcShim {
         // loads the binary itself rather than through curta_tests::program_test).
         let so = curta_client::transport::ProgramSo::find().unwrap_or_else(|e| panic!("{e}"));
         let mut test = ProgramTest::default();
+        // This node decodes, prices and executes legacy transactions only: a cluster without
+        // version 1 transactions (`--tx-version auto` falls back to legacy on it).
+        test.deactivate_feature(curta_client::txformat::FEATURE_TX_V1);
         so.add_to(&mut test, curta_program::id());
         for (address, account) in accounts {
             test.add_account(*address, account.clone());

@@ -221,8 +221,15 @@ pub fn rehearse(args: RehearseArgs, global: GlobalArgs) -> Result<()> {
             &global.options(),
         ))
         .map_err(named(Some(&args.artifact)))?;
+    // The bank accepts version 1 transactions: its figures hold on a cluster that does too.
+    let cluster = match report.format {
+        crate::Format::V1 => {
+            "a cluster that accepts version 1 transactions (--tx-version legacy to rehearse for one that does not)"
+        }
+        crate::Format::Legacy => "a cluster",
+    };
     let text = format!(
-        "{}(in-process bank running the real program; the same transactions and lamports on a cluster)\nnext:           client publish {} --keypair <KEYPAIR> --url <URL> --seal\n",
+        "{}(in-process bank running the real program; the same transactions and lamports on {cluster})\nnext:           client publish {} --keypair <KEYPAIR> --url <URL> --seal\n",
         report.to_text().replace("next:", "after:"),
         args.artifact.display()
     );

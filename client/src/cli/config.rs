@@ -53,6 +53,17 @@ pub struct GlobalArgs {
     /// instead of through the RPC node's sendTransaction
     #[arg(long = "use-tpu", global = true)]
     pub use_tpu: bool,
+    /// Transaction format: legacy (1,232 bytes), v1 (SIMD-0385: 4,096 bytes, refused before
+    /// anything is sent where the cluster's feature enable_tx_v1 is not active), or auto (v1
+    /// where the cluster accepts it, else legacy, with a note on stderr)
+    #[arg(
+        long = "tx-version",
+        global = true,
+        value_name = "VERSION",
+        default_value = "auto",
+        value_parser = ["legacy", "v1", "auto"]
+    )]
+    pub tx_version: String,
     /// WebSocket URL of the RPC node, for --use-tpu (default: from --url, as the Solana CLI
     /// computes it: ws(s)://, the port plus one)
     #[arg(long = "ws", global = true, value_name = "URL")]
@@ -145,7 +156,15 @@ impl GlobalArgs {
             compute_unit_price: self.compute_unit_price,
             max_in_flight: self.max_in_flight,
             progress: self.output == Output::Text,
+            tx_version: self.tx_version(),
         }
+    }
+
+    /// `--tx-version`, parsed (clap admits only its three values).
+    pub fn tx_version(&self) -> crate::TxVersion {
+        self.tx_version
+            .parse()
+            .expect("clap admits legacy, v1 and auto only")
     }
 }
 

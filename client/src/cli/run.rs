@@ -329,7 +329,7 @@ fn on_chain_summary(run: &OnChainRun) -> String {
         ),
     };
     format!(
-        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end, up to {} in flight ({} units per account and block, {}), {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {} ({}), weights hash {}",
+        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end, up to {} in flight ({} units per account and block, {}), {} {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {} ({}), weights hash {}",
         run.tokens.len(),
         run.seconds,
         run.run,
@@ -340,6 +340,7 @@ fn on_chain_summary(run: &OnChainRun) -> String {
         run.account_limit.units,
         run.account_limit.source,
         run.transactions,
+        run.tx_version,
         run.failed_transactions,
         run.fees,
         run.lamports_spent(),
@@ -382,6 +383,7 @@ fn request(
     request.nonce = nonce.unwrap_or(0);
     request.keep = keep;
     request.compute_unit_price = global.compute_unit_price;
+    request.tx_version = global.tx_version();
     Ok(request)
 }
 
@@ -577,11 +579,12 @@ pub fn close_run(args: CloseRunArgs, global: GlobalArgs) -> Result<()> {
     let runner = global.keypair()?;
     let runtime = runtime()?;
     let t = rpc(&global, &runtime)?;
-    let closed = runtime.block_on(crate::onchain::close_run(
+    let closed = runtime.block_on(crate::onchain::close_run_in(
         &t,
         &runner,
         which,
         global.compute_unit_price,
+        global.tx_version(),
     ))?;
     match global.output {
         Output::Text => emit(&format!(

@@ -5,6 +5,7 @@
 use crate::engine::{Engine, Item, Kind};
 use crate::progress::Progress as Bars;
 use crate::transport::Transport;
+use crate::txformat::TxVersion;
 use crate::Error;
 use curta_core::infer::state::field;
 use curta_core::le::u32_at;
@@ -159,6 +160,8 @@ pub struct ClosedRun {
     pub fee: u64,
     pub balance_before: u64,
     pub balance_after: u64,
+    /// The format the CloseRun went in.
+    pub tx_version: crate::txformat::Format,
 }
 
 /// Which run to close: its address (a started run names its model and nonce), or the model
@@ -170,12 +173,25 @@ pub enum RunRef {
 }
 
 /// Closes a run of `runner` (any status, or a program account at one of its run addresses
-/// that StartRun never initialized): every lamport back to the runner.
+/// that StartRun never initialized): every lamport back to the runner. The CloseRun goes as
+/// version 1 where the cluster accepts it ([`close_run_in`] chooses).
 pub async fn close_run<T: Transport>(
     t: &T,
     runner: &Keypair,
     which: RunRef,
     compute_unit_price: Option<u64>,
+) -> Result<ClosedRun, Error> {
+    close_run_in(t, runner, which, compute_unit_price, TxVersion::Auto).await
+}
+
+/// [`close_run`] with the transaction format `tx_version` (`v1` on a cluster without it is
+/// refused before anything is sent).
+pub async fn close_run_in<T: Transport>(
+    t: &T,
+    runner: &Keypair,
+    which: RunRef,
+    compute_unit_price: Option<u64>,
+    tx_version: TxVersion,
 ) -> Result<ClosedRun, Error> {
     let program = t.program_id();
     let me = runner.pubkey();
@@ -222,7 +238,9 @@ pub async fn close_run<T: Transport>(
         }
     };
     let balance_before = t.balance(&me).await?;
-    let mut engine = Engine::new(t, runner, compute_unit_price, Some(1), Bars::hidden());
+    let format = crate::txformat::choose_noted(t, tx_version).await?.format;
+    let mut engine =
+        Engine::new(t, runner, compute_unit_price, Some(1), Bars::hidden()).with_format(format);
     let item = Item::model(Kind::CloseRun, vec![instruction]);
     let fee = engine.fee(Kind::CloseRun, &item.instructions).await?;
     engine.run_one(item, "close run").await?;
@@ -235,5 +253,6 @@ pub async fn close_run<T: Transport>(
         fee,
         balance_before,
         balance_after: t.balance(&me).await?,
+        tx_version: format,
     })
 }

@@ -45,7 +45,7 @@ use solana_transaction_error::TransactionError;
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-pub use account::{close_run, runs, ClosedRun, RunListing, RunRef};
+pub use account::{close_run, close_run_in, runs, ClosedRun, RunListing, RunRef};
 pub use replay::{replay, Replay, ReplayError};
 
 /// Why a run on chain did not complete.
@@ -117,6 +117,8 @@ pub struct RunRequest {
     pub budget: u32,
     /// Micro-lamports per compute unit, if any.
     pub compute_unit_price: Option<u64>,
+    /// The transaction format asked for (auto: version 1 where the cluster accepts it).
+    pub tx_version: crate::txformat::TxVersion,
     /// The cluster's per-account compute-unit limit per block (None: read from its features,
     /// [`pipeline::account_limit`]); the steps in flight are this over a step's units.
     pub account_limit: Option<u64>,
@@ -136,6 +138,7 @@ impl RunRequest {
             keep: false,
             budget: MAX_STEP_BUDGET,
             compute_unit_price: None,
+            tx_version: crate::txformat::TxVersion::Auto,
             account_limit: None,
         }
     }
@@ -213,6 +216,8 @@ pub struct OnChainRun {
     pub balance_after: u64,
     pub closed: bool,
     pub seconds: f64,
+    /// The format the run's transactions went in ("legacy" or "v1").
+    pub tx_version: crate::txformat::Format,
     #[serde(skip)]
     pub text_bytes: Vec<u8>,
     #[serde(skip)]
@@ -263,13 +268,15 @@ pub async fn run_on_chain<T: Transport>(
     let mut p = prepare(t, runner, model_address, request, &artifact, hash).await?;
     let existing = existing(t, runner, model_address, request, &mut p, &model, &artifact).await?;
     let limit = account_limit(t, request.account_limit).await?;
+    let choice = crate::txformat::choose_noted(t, request.tx_version).await?;
     let mut engine = Engine::new(
         t,
         runner,
         request.compute_unit_price,
         Some(step_window(limit.units)),
         Bars::hidden(),
-    );
+    )
+    .with_format(choice.format);
     let ctx = Context {
         program: t.program_id(),
         runner: runner.pubkey(),
@@ -342,6 +349,7 @@ pub async fn run_on_chain<T: Transport>(
         balance_after: t.balance(&ctx.runner).await?,
         closed: !request.keep,
         seconds: started.elapsed().as_secs_f64(),
+        tx_version: engine.format(),
         end: match curta_core::le::u32_at(&header.state, curta_core::infer::state::field::STATUS) {
             1 => Status::EndToken,
             _ => Status::Done,
@@ -641,12 +649,17 @@ async fn start<T: Transport>(
     let mut last = None;
     for (sent_as, prompt) in tries.drain(..) {
         let item = ctx.start_item(prompt, rent, funded);
-        let len = crate::engine::transaction_len(&ctx.runner, true, &item.instructions);
-        if len > crate::engine::PACKET_LEN {
-            last = Some(RunOnChainError::PromptTooLong {
-                bytes: len,
-                most: crate::engine::PACKET_LEN,
-            });
+        // The largest form of the item in the engine's format (a price's compute-budget
+        // instructions counted whether set or not).
+        let len = crate::engine::transaction_len_in(
+            engine.format(),
+            &ctx.runner,
+            true,
+            &item.instructions,
+        );
+        let most = engine.format().packet_len();
+        if len > most {
+            last = Some(RunOnChainError::PromptTooLong { bytes: len, most });
             continue;
         }
         let simulation = engine.simulate(&item).await?;

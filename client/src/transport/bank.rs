@@ -9,11 +9,12 @@ use solana_commitment_config::CommitmentLevel;
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_hash::Hash;
 use solana_keypair::Keypair;
-use solana_message::Message;
+use solana_message::{Message, VersionedMessage};
 use solana_program_test::{BanksClient, ProgramTest, ProgramTestContext};
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
+use solana_transaction::versioned::VersionedTransaction;
 use solana_transaction::Transaction;
 use solana_transaction_error::TransactionError;
 use std::collections::HashMap;
@@ -164,8 +165,29 @@ impl BankTransport {
         funded: &[(Pubkey, u64)],
         program_id: Pubkey,
     ) -> Result<BankTransport, Error> {
+        BankTransport::try_start_without(funded, program_id, &[]).await
+    }
+
+    /// [`BankTransport::start`] with the runtime features `inactive` deactivated (program-test
+    /// activates every feature it knows): e.g. [`crate::txformat::FEATURE_TX_V1`] for a
+    /// cluster that refuses version 1 transactions.
+    pub async fn start_without(funded: &[(Pubkey, u64)], inactive: &[Pubkey]) -> BankTransport {
+        BankTransport::try_start_without(funded, curta_interface::id(), inactive)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`BankTransport::try_start_at`] with the runtime features `inactive` deactivated.
+    pub async fn try_start_without(
+        funded: &[(Pubkey, u64)],
+        program_id: Pubkey,
+        inactive: &[Pubkey],
+    ) -> Result<BankTransport, Error> {
         let so = ProgramSo::find().map_err(Error::Transport)?;
         let mut test = ProgramTest::default();
+        for feature in inactive {
+            test.deactivate_feature(*feature);
+        }
         so.add_to(&mut test, program_id);
         for (address, lamports) in funded {
             test.add_account(
@@ -293,14 +315,14 @@ impl BankTransport {
         let n = self
             .fences
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let fence = Transaction::new_signed_with_payer(
+        let fence = VersionedTransaction::from(Transaction::new_signed_with_payer(
             &[ComputeBudgetInstruction::set_compute_unit_limit(
                 FENCE_UNITS + n % FENCE_UNITS,
             )],
             Some(&self.mint.pubkey()),
             &[&self.mint],
             blockhash,
-        );
+        ));
         self.send(std::slice::from_ref(&fence)).await?;
         Ok((fence.signatures[0], blockhash))
     }
@@ -353,12 +375,35 @@ impl Transport for BankTransport {
             .minimum_balance(data_len))
     }
 
-    async fn fee_for_message(&self, message: &Message) -> Result<u64, Error> {
-        self.client
-            .get_fee_for_message(message.clone())
-            .await
-            .map_err(bank_error)?
-            .ok_or_else(|| bank_error("no fee for the message (blockhash unknown)"))
+    async fn fee_for_message(&self, message: &VersionedMessage) -> Result<u64, Error> {
+        let fee = |message: Message| async {
+            self.client
+                .get_fee_for_message(message)
+                .await
+                .map_err(bank_error)?
+                .ok_or_else(|| bank_error("no fee for the message (blockhash unknown)"))
+        };
+        match message {
+            VersionedMessage::Legacy(message) => fee(message.clone()).await,
+            VersionedMessage::V0(_) => Err(bank_error("v0 messages are not priced here")),
+            // The banks interface prices legacy messages only. A v1 message pays what
+            // solana-fee charges every message, its signatures at the bank's lamports per
+            // signature (an empty legacy message of the same payer and blockhash: one), plus
+            // the priority fee it names in lamports (SIMD-0385).
+            VersionedMessage::V1(v1) => {
+                let payer = v1
+                    .fee_payer()
+                    .ok_or_else(|| bank_error("a v1 message without a fee payer"))?;
+                let one = fee(Message::new_with_blockhash(
+                    &[],
+                    Some(payer),
+                    &v1.lifetime_specifier,
+                ))
+                .await?;
+                Ok(one * v1.header.num_required_signatures as u64
+                    + v1.config.priority_fee.unwrap_or(0))
+            }
+        }
     }
 
     async fn latest_blockhash(&self) -> Result<(Hash, u64), Error> {
@@ -404,10 +449,10 @@ impl Transport for BankTransport {
         Ok(true)
     }
 
-    async fn send(&self, transactions: &[Transaction]) -> Result<(), Error> {
+    async fn send(&self, transactions: &[VersionedTransaction]) -> Result<(), Error> {
         let mut usable: HashMap<Hash, bool> = HashMap::new();
         for transaction in transactions {
-            let blockhash = transaction.message.recent_blockhash;
+            let blockhash = *transaction.message.recent_blockhash();
             let ok = match usable.get(&blockhash) {
                 Some(ok) => *ok,
                 None => {
@@ -525,7 +570,7 @@ impl Transport for BankTransport {
         Ok(())
     }
 
-    async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {
+    async fn simulate(&self, transaction: &VersionedTransaction) -> Result<Simulation, Error> {
         let simulation = self
             .client
             .simulate_transaction(transaction.clone())

@@ -8,15 +8,15 @@ mod rpc;
 
 pub use bank::{next_slot_sysvars, BankTransport};
 pub use program_so::{program_hash, ProgramSo};
-pub use rpc::RpcTransport;
+pub use rpc::{wire_bytes, RpcTransport};
 
 use crate::Error;
 use solana_account::Account;
 use solana_hash::Hash;
-use solana_message::Message;
+use solana_message::VersionedMessage;
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
-use solana_transaction::Transaction;
+use solana_transaction::versioned::VersionedTransaction;
 use solana_transaction_error::TransactionError;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -103,7 +103,8 @@ pub trait Transport {
     async fn get_accounts(&self, addresses: &[Pubkey]) -> Result<Vec<Option<Account>>, Error>;
     async fn balance(&self, address: &Pubkey) -> Result<u64, Error>;
     async fn rent_minimum(&self, data_len: usize) -> Result<u64, Error>;
-    async fn fee_for_message(&self, message: &Message) -> Result<u64, Error>;
+    /// The fee of a message, legacy or version 1, under its blockhash.
+    async fn fee_for_message(&self, message: &VersionedMessage) -> Result<u64, Error>;
     /// The latest blockhash and the last block height at which it is valid.
     async fn latest_blockhash(&self) -> Result<(Hash, u64), Error>;
     /// True only when a transaction with this blockhash can no longer be executed.
@@ -113,7 +114,7 @@ pub trait Transport {
         last_valid_block_height: u64,
     ) -> Result<bool, Error>;
     /// Hand transactions over without waiting for them to execute.
-    async fn send(&self, transactions: &[Transaction]) -> Result<(), Error>;
+    async fn send(&self, transactions: &[VersionedTransaction]) -> Result<(), Error>;
     async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error>;
     /// Whether each signature is final: executed in a block the cluster can no longer roll
     /// back (finalized over RPC, whatever the transport's commitment; executed, on a bank
@@ -121,7 +122,7 @@ pub trait Transport {
     async fn finalized(&self, signatures: &[Signature]) -> Result<Vec<bool>, Error>;
     /// The transactions sent through this transport that may still land.
     fn ledger(&self) -> &Ledger;
-    async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error>;
+    async fn simulate(&self, transaction: &VersionedTransaction) -> Result<Simulation, Error>;
     /// Returns once the cluster works on a slot after `slot` (a transaction sent then lands
     /// after it): polls the processed slot over RPC; moves the bank to the next slot.
     async fn pass_slot(&self, slot: u64) -> Result<(), Error>;

@@ -7,6 +7,7 @@ use solana_account::Account;
 use solana_client::client_error::{ClientError, ClientErrorKind};
 use solana_client::nonblocking::rpc_client::RpcClient;
 use solana_client::nonblocking::tpu_client::TpuClient;
+use solana_client::rpc_client::SerializableMessage;
 use solana_client::rpc_config::{
     RpcAccountInfoConfig, RpcSendTransactionConfig, RpcSimulateTransactionConfig,
 };
@@ -15,11 +16,11 @@ use solana_client::rpc_response::UiAccountEncoding;
 use solana_client::tpu_client::TpuClientConfig;
 use solana_commitment_config::CommitmentConfig;
 use solana_hash::Hash;
-use solana_message::Message;
+use solana_message::VersionedMessage;
 use solana_pubkey::Pubkey;
 use solana_quic_client::{QuicConfig, QuicConnectionManager, QuicPool};
 use solana_signature::Signature;
-use solana_transaction::Transaction;
+use solana_transaction::versioned::VersionedTransaction;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +65,31 @@ fn refused_as_malformed(err: &ClientError) -> bool {
         err.kind(),
         ClientErrorKind::RpcError(RpcError::RpcResponseError { code, .. }) if *code == INVALID_PARAMS
     )
+}
+
+/// A message as a node's getFeeForMessage decodes it (its version byte first, for v1).
+struct WireMessage(Vec<u8>);
+
+impl SerializableMessage for WireMessage {
+    fn serialize(&self) -> Vec<u8> {
+        self.0.clone()
+    }
+}
+
+/// A transaction's wire bytes: legacy and v0 as bincode has them (signatures first); version 1
+/// as SIMD-0385 lays it out, the message (version byte first) then the signatures, without
+/// a count (bincode's serde form of a v1 transaction is not its wire form).
+pub fn wire_bytes(transaction: &VersionedTransaction) -> Vec<u8> {
+    match &transaction.message {
+        VersionedMessage::V1(_) => {
+            let mut bytes = transaction.message.serialize();
+            for signature in &transaction.signatures {
+                bytes.extend_from_slice(signature.as_ref());
+            }
+            bytes
+        }
+        _ => bincode::serialize(transaction).expect("a transaction serializes"),
+    }
 }
 
 impl RpcTransport {
@@ -174,9 +200,9 @@ impl Transport for RpcTransport {
             .map_err(rpc_error)
     }
 
-    async fn fee_for_message(&self, message: &Message) -> Result<u64, Error> {
+    async fn fee_for_message(&self, message: &VersionedMessage) -> Result<u64, Error> {
         self.client
-            .get_fee_for_message(message)
+            .get_fee_for_message(&WireMessage(message.serialize()))
             .await
             .map_err(rpc_error)
     }
@@ -201,14 +227,11 @@ impl Transport for RpcTransport {
         Ok(height > last_valid_block_height)
     }
 
-    async fn send(&self, transactions: &[Transaction]) -> Result<(), Error> {
+    async fn send(&self, transactions: &[VersionedTransaction]) -> Result<(), Error> {
         if let Some(tpu) = &self.tpu {
             // A transaction the leaders did not take is simply not landed (re-signed after
             // its blockhash expires); only a batch that reached no leader is an error.
-            let wire: Vec<Vec<u8>> = transactions
-                .iter()
-                .map(|tx| bincode::serialize(tx).expect("a transaction serializes"))
-                .collect();
+            let wire: Vec<Vec<u8>> = transactions.iter().map(wire_bytes).collect();
             return tpu
                 .try_send_wire_transaction_batch(wire)
                 .await
@@ -304,7 +327,7 @@ impl Transport for RpcTransport {
         }
     }
 
-    async fn simulate(&self, transaction: &Transaction) -> Result<Simulation, Error> {
+    async fn simulate(&self, transaction: &VersionedTransaction) -> Result<Simulation, Error> {
         let config = RpcSimulateTransactionConfig {
             sig_verify: false,
             replace_recent_blockhash: true,
