@@ -1,7 +1,7 @@
 //! The prompt's tokens and the output's text, from section zero's tokenizer blocks, the way
 //! llama2.c's `encode` and `decode` do it (docs/inference.md, "Tokens and text").
 
-use super::state::{get_u32, set_u32, zero};
+use super::state::{get_u32, set_u32, word, zero};
 use super::RunError;
 use crate::{Block, FormatError, Metadata, MAX_TOKEN_LEN};
 
@@ -531,19 +531,26 @@ impl<'s> Encoding<'s> {
                         return Ok(used);
                     }
                     used = used.saturating_add(c);
-                    let mut best: Option<(u32, usize)> = None;
-                    for i in 0..pairs {
-                        if get_u32(ids, i) != 0 {
-                            let key = get_u32(keys, i);
-                            if best.is_none_or(|(k, _)| key > k) {
-                                best = Some((key, i));
+                    // The kept candidates walked by chunks (no index or bounds check per pair
+                    // on SBF), keys widened so that -1 is below every key.
+                    let (mut best_key, mut best) = (-1i64, usize::MAX);
+                    let candidates = ids[..4 * pairs].chunks_exact(4);
+                    for (i, (id, key)) in candidates
+                        .zip(keys[..4 * pairs].chunks_exact(4))
+                        .enumerate()
+                    {
+                        if word(id) != 0 {
+                            let key = word(key) as u32 as i64;
+                            if key > best_key {
+                                (best_key, best) = (key, i);
                             }
                         }
                     }
-                    let Some((_, i)) = best else {
+                    let i = best;
+                    if i == usize::MAX {
                         set_u32(head, enc::PHASE, enc::DONE);
                         return Ok(used);
-                    };
+                    }
                     set_u32(out, i, get_u32(ids, i) - 1);
                     out.copy_within(4 * (i + 2)..4 * n, 4 * (i + 1));
                     // Pairs past the merged one move down by one; the pairs on either side are

@@ -84,9 +84,10 @@ pub fn step_costs(temperature: u32) -> impl Fn(Stage, &Config, u32) -> u64 + Cop
 /// of the kept candidates (per pair: an id, and a key where there is a candidate) and its merge
 /// (three `sol_memmove_` of the words past it). Upper bounds of what the VM measured on the
 /// 733-byte English text and llama2.c's 32,000-token tokenizer (test
-/// `runs::encode_cost_covers_what_the_vm_measures`: a lone round of n pairs took up to 35 units
-/// a pair with the step's own checks, a step's mix 22 to 27; lookups 600 to 1,000), so a step
-/// of the full budget stays under 1,200,000 units.
+/// `runs::encode_cost_covers_what_the_vm_measures`): a lone round took 17 units a pair (every
+/// pair with a candidate, the worst case) and about 3,000 of its own with the step's checks, a
+/// step's mix about 8 a pair; lookups 600 to 1,000. So a step of the full budget stays under
+/// 1,200,000 units whatever the text.
 pub fn encode_cost(item: EncodeItem, vocab: u32) -> u64 {
     match item {
         EncodeItem::Lookup => LOOKUP_PER_PROBE * (33 - vocab.leading_zeros()) as u64 + LOOKUP_BASE,
@@ -98,8 +99,8 @@ pub fn encode_cost(item: EncodeItem, vocab: u32) -> u64 {
 const LOOKUP_PER_PROBE: u64 = 60;
 const LOOKUP_BASE: u64 = 400;
 const KNOWN: u64 = 90;
-const SCAN_PER_PAIR: u64 = 30;
-const SCAN_BASE: u64 = 3_000;
+const SCAN_PER_PAIR: u64 = 18;
+const SCAN_BASE: u64 = 2_500;
 
 /// The encoding StartRun does itself, in [`encode_cost`]'s units: with the checks, the run
 /// address's derivation and `Run::start` a StartRun stays under 1,200,000 units; what is left
