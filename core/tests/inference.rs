@@ -443,18 +443,9 @@ fn the_resumable_encoding_cut_anywhere_is_encode() {
     }
 }
 
-/// An English story of more than 733 bytes (the one tests/program tokenizes on chain).
+/// An English story of 874 bytes (the one tests/program tokenizes on chain).
 fn curta_core_story() -> &'static [u8] {
-    b"Once upon a time, there was a little girl named Lily. She loved to \
-play outside in the park with her big red ball. One day, she saw a small dog under a tree. \
-The dog was sad because it was lost. Lily said, \"Do not be sad, little dog. I will help you \
-find your home.\" They walked and walked until they found a big house with a blue door. A \
-kind old man opened the door and smiled. \"Thank you for finding my dog!\" he said. He gave \
-Lily a cookie and a hug. Lily was very happy. She went home and told her mom about the dog. \
-Her mom said, \"You are a good girl, Lily.\" The next day, Lily went back to the park with \
-her ball. The dog came to play with her. They ran and jumped and laughed all day. When the \
-sun went down, the dog went home to the old man, and Lily went home to her mom. They were \
-all friends, and they played together every day in the big green park by the river."
+    include_bytes!("data/story.txt")
 }
 
 #[test]

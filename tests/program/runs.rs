@@ -476,16 +476,7 @@ async fn a_long_text_prompt_is_tokenized_on_chain_as_curta_core_encodes_it() {
     let mut bank = Bank::start().await;
     let p = sealed(&mut bank, &artifact).await;
     let config = config_of(&artifact);
-    let story: &[u8] = b"Once upon a time, there was a little girl named Lily. She loved to \
-play outside in the park with her big red ball. One day, she saw a small dog under a tree. \
-The dog was sad because it was lost. Lily said, \"Do not be sad, little dog. I will help you \
-find your home.\" They walked and walked until they found a big house with a blue door. A \
-kind old man opened the door and smiled. \"Thank you for finding my dog!\" he said. He gave \
-Lily a cookie and a hug. Lily was very happy. She went home and told her mom about the dog. \
-Her mom said, \"You are a good girl, Lily.\" The next day, Lily went back to the park with \
-her ball. The dog came to play with her. They ran and jumped and laughed all day. When the \
-sun went down, the dog went home to the old man, and Lily went home to her mom. They were \
-all friends, and they played together every day in the big green park by the river.";
+    let story = curta_tests::STORY;
     let runner = bank.mallory.insecure_clone();
     let instructions = |nonce: u32, len: usize| {
         let prompt = OwnedPrompt::Text(story[..len].to_vec());

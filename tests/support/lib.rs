@@ -85,18 +85,10 @@ pub fn tokenizer_bin_artifact() -> Vec<u8> {
         .clone()
 }
 
-/// An English story of 874 bytes: its first 733 are the most text one StartRun transaction
-/// carries (tests/program/runs.rs measures it).
-pub const STORY: &[u8] = b"Once upon a time, there was a little girl named Lily. She loved to \
-play outside in the park with her big red ball. One day, she saw a small dog under a tree. \
-The dog was sad because it was lost. Lily said, \"Do not be sad, little dog. I will help you \
-find your home.\" They walked and walked until they found a big house with a blue door. A \
-kind old man opened the door and smiled. \"Thank you for finding my dog!\" he said. He gave \
-Lily a cookie and a hug. Lily was very happy. She went home and told her mom about the dog. \
-Her mom said, \"You are a good girl, Lily.\" The next day, Lily went back to the park with \
-her ball. The dog came to play with her. They ran and jumped and laughed all day. When the \
-sun went down, the dog went home to the old man, and Lily went home to her mom. They were \
-all friends, and they played together every day in the big green park by the river.";
+/// An English story of 874 bytes (core/tests/data/story.txt, which curta-core's tests read
+/// too): its first 733 are the most text one StartRun transaction carries (tests/program/runs.rs
+/// measures it).
+pub const STORY: &[u8] = include_bytes!("../../core/tests/data/story.txt");
 
 /// The sections of an artifact, as the section table of its header lays them out (read
 /// directly from the header bytes: section count at byte 36, entries of 16 bytes at 128).

@@ -441,11 +441,9 @@ impl<'s> Encoding<'s> {
                         0 => EncodeItem::Lookup,
                         _ => EncodeItem::Known,
                     };
-                    let c = cost(item, words.vocab);
-                    if used > 0 && used.saturating_add(c) > budget {
+                    if !take(&mut used, cost(item, words.vocab), budget) {
                         return Ok(used);
                     }
-                    used = used.saturating_add(c);
                     let found = match known {
                         0 => words.lookup(chars)?,
                         1 => None,
@@ -496,11 +494,9 @@ impl<'s> Encoding<'s> {
                             0 => EncodeItem::Lookup,
                             _ => EncodeItem::Known,
                         };
-                        let c = cost(item, words.vocab);
-                        if used > 0 && used.saturating_add(c) > budget {
+                        if !take(&mut used, cost(item, words.vocab), budget) {
                             return Ok(used);
                         }
-                        used = used.saturating_add(c);
                         let found = match cached {
                             0 => {
                                 let a = words.text(a);
@@ -526,11 +522,13 @@ impl<'s> Encoding<'s> {
                     }
                     // A round: the highest key, the leftmost among equals, merged.
                     let pairs = n.saturating_sub(1);
-                    let c = cost(EncodeItem::Scan(pairs as u32), words.vocab);
-                    if used > 0 && used.saturating_add(c) > budget {
+                    if !take(
+                        &mut used,
+                        cost(EncodeItem::Scan(pairs as u32), words.vocab),
+                        budget,
+                    ) {
                         return Ok(used);
                     }
-                    used = used.saturating_add(c);
                     // The kept candidates walked by chunks (no index or bounds check per pair
                     // on SBF), keys widened so that -1 is below every key.
                     let (mut best_key, mut best) = (-1i64, usize::MAX);
@@ -568,6 +566,17 @@ impl<'s> Encoding<'s> {
             }
         }
     }
+}
+
+/// Counts an item's `cost` into `used` when it fits `budget`: the first item of an advance
+/// always does (every advance does at least one).
+#[inline(always)]
+fn take(used: &mut u64, cost: u64, budget: u64) -> bool {
+    let fits = *used == 0 || used.saturating_add(cost) <= budget;
+    if fits {
+        *used = used.saturating_add(cost);
+    }
+    fits
 }
 
 /// What one token adds to the text.
