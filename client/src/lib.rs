@@ -34,7 +34,7 @@ pub use publish::publish;
 pub use rehearse::{demo, rehearsal_bank, rehearse, Demo};
 pub use report::Report;
 pub use seal::seal;
-pub use status::{status, Status};
+pub use status::{status, status_in, Status};
 pub use transport::{
     BankTransport, Ledger, Profile, RpcTransport, Sent, Simulation, Transport, TxStatus,
 };

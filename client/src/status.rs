@@ -3,10 +3,13 @@
 
 use crate::artifact::{hex, LocalArtifact};
 use crate::chain;
-use crate::engine::{message_fee, transaction_len, write_capacity};
+use crate::engine::{
+    message_fee, transaction_len_in, v1_message, write_capacity_in, MAX_COMPUTE_UNITS,
+};
 use crate::plan::differing_bytes;
 use crate::steps::{check_model, rent_table, Plan, State};
 use crate::transport::Transport;
+use crate::txformat::Format;
 use crate::Error;
 use curta_interface::state::ModelState;
 use solana_pubkey::Pubkey;
@@ -62,13 +65,27 @@ pub struct Status {
     pub rent_held: u64,
     pub sections: Vec<SectionStatus>,
     pub needed: Needed,
+    /// The transaction format `needed` is counted in.
+    pub tx_version: Format,
     pub seconds: f64,
 }
 
+/// [`status_in`] counting legacy transactions.
 pub async fn status<T: Transport>(
     t: &T,
     model_address: &Pubkey,
     artifact: Option<&[u8]>,
+) -> Result<Status, Error> {
+    status_in(t, model_address, artifact, Format::Legacy).await
+}
+
+/// The model's status, what is still needed counted in transactions of `format` (the one
+/// `client publish --seal` would use: `--tx-version`, `txformat::choose`).
+pub async fn status_in<T: Transport>(
+    t: &T,
+    model_address: &Pubkey,
+    artifact: Option<&[u8]>,
+    format: Format,
 ) -> Result<Status, Error> {
     let started = Instant::now();
     let artifact = artifact.map(LocalArtifact::decode).transpose()?;
@@ -106,7 +123,7 @@ pub async fn status<T: Transport>(
             }
         })
         .collect();
-    let needed = needed(t, &chain, &model, artifact.as_ref()).await?;
+    let needed = needed(t, &chain, &model, artifact.as_ref(), format).await?;
     Ok(Status {
         cluster: t.describe(),
         model: *model_address,
@@ -120,6 +137,7 @@ pub async fn status<T: Transport>(
         rent_held: chain.rent_held(),
         sections,
         needed,
+        tx_version: format,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
@@ -130,6 +148,7 @@ async fn needed<T: Transport>(
     chain: &chain::OnChain,
     model: &curta_interface::state::Model,
     artifact: Option<&LocalArtifact<'_>>,
+    format: Format,
 ) -> Result<Needed, Error> {
     let mut n = Needed::default();
     if model.state == ModelState::Sealed {
@@ -145,8 +164,8 @@ async fn needed<T: Transport>(
         artifact,
         true,
         &rent,
-        &|ixs| transaction_len(&model.authority, false, ixs),
-        write_capacity(false),
+        &|ixs| transaction_len_in(format, &model.authority, false, ixs),
+        write_capacity_in(format, false),
     );
     n.create = plan.creates.len() as u64;
     n.rent = plan.rent;
@@ -159,7 +178,21 @@ async fn needed<T: Transport>(
         let (blockhash, _) = t.latest_blockhash().await?;
         let mut fees = 0;
         for (_, example, count) in plan.shapes() {
-            fees += count * message_fee(t, &model.authority, example, blockhash).await?;
+            let fee = match format {
+                Format::Legacy => message_fee(t, &model.authority, example, blockhash).await?,
+                // No priority fee: what a v1 message pays does not depend on its limits.
+                Format::V1 => {
+                    let message = v1_message(
+                        &model.authority,
+                        example,
+                        blockhash,
+                        MAX_COMPUTE_UNITS,
+                        None,
+                    );
+                    t.fee_for_message(&message).await?
+                }
+            };
+            fees += count * fee;
         }
         n.fees = Some(fees);
     }
@@ -195,6 +228,7 @@ impl Status {
                 seal: n.seal,
                 other: n.reopen,
             },
+            tx_version: self.tx_version,
             write_bytes_per_tx: match (n.write_bytes_min, n.write_bytes_max) {
                 (Some(min), Some(max)) => Some(MinMax { min, max }),
                 _ => None,
@@ -220,11 +254,12 @@ impl Status {
         let n = &self.needed;
         let unknown = || "?".to_string();
         s += &format!(
-            "to finish:    {} create, {} write, {} seal, {} reopen transactions; {} lamports rent + {} fees{}\n",
+            "to finish:    {} create, {} write, {} seal, {} reopen {} transactions; {} lamports rent + {} fees{}\n",
             n.create,
             n.write.map_or_else(unknown, |w| w.to_string()),
             n.seal,
             n.reopen,
+            self.tx_version,
             n.rent,
             n.fees.map_or_else(unknown, |f| f.to_string()),
             if n.write.is_none() { " (writes: give --artifact)" } else { "" }
@@ -269,6 +304,8 @@ struct StatusJson<'a> {
     sections_created: usize,
     sections_verified: usize,
     transactions: StillNeeded,
+    /// The format `transactions` and the fees are counted in.
+    tx_version: Format,
     write_bytes_per_tx: Option<MinMax>,
     lamports: StatusLamports,
     seconds: f64,

@@ -277,3 +277,58 @@ async fn a_run_on_chain_in_v1_equals_the_run_of_the_file() {
     assert_eq!(before - after, run.fees);
     assert_eq!(run.lamports_spent(), run.fees as i128);
 }
+
+/// `status` counts what is left in the format publish would use: a section wiped on chain
+/// needs, by an independent count from the artifact, 3,871-byte Writes in v1 and 1,019-byte
+/// ones in legacy, each paying one signature, and the v1 repair sends exactly what it counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_counts_what_is_left_in_the_format_publish_uses() {
+    use curta_client::status_in;
+    use curta_interface::state::WEIGHT_HEADER_LEN;
+    quiet();
+    let artifact = stories260k();
+    let authority = Keypair::new();
+    let bank = BankTransport::start(&[(authority.pubkey(), 100 * SOL)]).await;
+    let report = publish(&bank, &authority, &artifact, false, &Options::default())
+        .await
+        .unwrap();
+    let model = report.model;
+    let sections = sections(&artifact);
+    let before = status_in(&bank, &model, Some(&artifact), Format::V1)
+        .await
+        .unwrap();
+    assert_eq!(before.needed.write, Some(0));
+    // Section 1's bytes wiped on chain (its header kept).
+    let weight = before.sections[1].address;
+    let mut account = bank.get_accounts(&[weight]).await.unwrap()[0]
+        .clone()
+        .unwrap();
+    account.data[WEIGHT_HEADER_LEN..].fill(0);
+    bank.set_account(&weight, account);
+    for format in [Format::Legacy, Format::V1] {
+        let s = status_in(&bank, &model, Some(&artifact), format)
+            .await
+            .unwrap();
+        let writes = writes_for(&sections[1], write_capacity_in(format, false));
+        assert_eq!(s.tx_version, format);
+        assert_eq!(s.needed.write, Some(writes), "{format}");
+        assert_eq!(
+            s.needed.fees,
+            Some(LAMPORTS_PER_SIGNATURE * (writes + s.needed.seal)),
+            "{format}"
+        );
+        assert_eq!(s.to_json()["tx_version"], format.name());
+        assert!(s
+            .to_text()
+            .contains(&format!("reopen {format} transactions")));
+    }
+    let repaired = publish(&bank, &authority, &artifact, true, &Options::default())
+        .await
+        .unwrap();
+    assert_eq!(repaired.format, Format::V1);
+    assert_eq!(
+        repaired.tally.write,
+        writes_for(&sections[1], write_capacity_in(Format::V1, false))
+    );
+    assert_eq!(repaired.state, "Sealed");
+}

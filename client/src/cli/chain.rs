@@ -151,11 +151,13 @@ pub fn status(args: StatusArgs, global: GlobalArgs) -> Result<()> {
     let runtime = runtime()?;
     let t = rpc(&global, &runtime)?;
     let status = runtime
-        .block_on(crate::status(
-            &t,
-            &model,
-            artifact.as_ref().map(MappedFile::bytes),
-        ))
+        .block_on(async {
+            let format = crate::txformat::choose_noted(&t, global.tx_version())
+                .await?
+                .format;
+            crate::status::status_in(&t, &model, artifact.as_ref().map(MappedFile::bytes), format)
+                .await
+        })
         .map_err(named(args.artifact.as_deref()))?;
     print(global.output, status.to_text(), status.to_json());
     Ok(())
