@@ -294,6 +294,36 @@ fn prompts_encode_as_llama2c_does() {
     }
 }
 
+/// The tiny synthetic model with llama2.c's 32,000-token tokenizer.bin (which merges much).
+fn tiny_with_tokenizer_bin() -> Vec<u8> {
+    let shape = Config {
+        vocab_size: 32_000,
+        ..synth::TINY
+    };
+    convert(
+        &synth::checkpoint(&shape, true, 1),
+        &read_model("tokenizer.bin"),
+    )
+    .unwrap()
+}
+
+/// A random text of at least `len` bytes: words of the stories, random bytes and UTF-8.
+fn random_text(rng: &mut synth::Rng, len: usize) -> Vec<u8> {
+    const WORDS: [&[u8]; 16] = [
+        b"Once", b" upon", b" a", b" time", b",", b" there", b" was", b" little", b" girl",
+        b" named", b" Lily", b".", b"\n", b" She", b" loved", b" aaaa",
+    ];
+    let mut text = Vec::new();
+    while text.len() < len {
+        match rng.below(10) {
+            0 => text.push(rng.below(256) as u8),
+            1 => text.extend_from_slice("\u{e9}\u{1F600}".as_bytes()),
+            _ => text.extend_from_slice(WORDS[rng.below(16) as usize]),
+        }
+    }
+    text
+}
+
 /// The program's encoding (`encode_in`: candidates kept between rounds, pairs cached) gives
 /// `encode`'s ids
 /// for the prompts above, random texts of every length up to 1,300 bytes (words of the
@@ -301,21 +331,7 @@ fn prompts_encode_as_llama2c_does() {
 /// tokenizer.bin.
 #[test]
 fn the_programs_encoding_is_encode() {
-    let words: [&[u8]; 16] = [
-        b"Once", b" upon", b" a", b" time", b",", b" there", b" was", b" little", b" girl",
-        b" named", b" Lily", b".", b"\n", b" She", b" loved", b" aaaa",
-    ];
-    let big = {
-        let shape = Config {
-            vocab_size: 32_000,
-            ..synth::TINY
-        };
-        convert(
-            &synth::checkpoint(&shape, true, 1),
-            &read_model("tokenizer.bin"),
-        )
-        .unwrap()
-    };
+    let big = tiny_with_tokenizer_bin();
     let mut rng = synth::Rng::new(26);
     for art in [stories260k(), big] {
         let a = decode(&art).unwrap();
@@ -325,14 +341,7 @@ fn the_programs_encoding_is_encode() {
                 1 => rng.below(400) as usize,
                 _ => 1_000 + rng.below(300) as usize,
             };
-            let mut text = Vec::new();
-            while text.len() < len {
-                match rng.below(10) {
-                    0 => text.push(rng.below(256) as u8),
-                    1 => text.extend_from_slice("\u{e9}\u{1F600}".as_bytes()),
-                    _ => text.extend_from_slice(words[rng.below(16) as usize]),
-                }
-            }
+            let text = random_text(&mut rng, len);
             let mut want = vec![0u32; text.len() + 2];
             let expected = encode(a.metadata(), &text, &mut want).map(|n| want[..n].to_vec());
             let mut out = vec![0u32; text.len() + 2];
@@ -353,21 +362,7 @@ fn the_programs_encoding_is_encode() {
 /// costs the program counts and budgets of one item, and for the longest StartRun text.
 #[test]
 fn the_resumable_encoding_cut_anywhere_is_encode() {
-    let words: [&[u8]; 16] = [
-        b"Once", b" upon", b" a", b" time", b",", b" there", b" was", b" little", b" girl",
-        b" named", b" Lily", b".", b"\n", b" She", b" loved", b" aaaa",
-    ];
-    let big = {
-        let shape = Config {
-            vocab_size: 32_000,
-            ..synth::TINY
-        };
-        convert(
-            &synth::checkpoint(&shape, true, 1),
-            &read_model("tokenizer.bin"),
-        )
-        .unwrap()
-    };
+    let big = tiny_with_tokenizer_bin();
     let cost = |item: EncodeItem, _: u32| match item {
         EncodeItem::Lookup => 700,
         EncodeItem::Known => 40,
@@ -382,14 +377,7 @@ fn the_resumable_encoding_cut_anywhere_is_encode() {
                 1 => rng.below(733) as usize,
                 _ => 1_000 + rng.below(301) as usize,
             };
-            let mut text = Vec::new();
-            while text.len() < len {
-                match rng.below(10) {
-                    0 => text.push(rng.below(256) as u8),
-                    1 => text.extend_from_slice("\u{e9}\u{1F600}".as_bytes()),
-                    _ => text.extend_from_slice(words[rng.below(16) as usize]),
-                }
-            }
+            let text = random_text(&mut rng, len);
             let mut want = vec![0u32; text.len() + 2];
             let expected = encode(a.metadata(), &text, &mut want).map(|n| want[..n].to_vec());
             let extra = [0, 8, 800, 40_000][round % 4];
