@@ -5,7 +5,7 @@
 
 use crate::progress::Progress;
 use crate::transport::{Profile, Sent, Transport, TxStatus};
-use crate::txformat::{Format, V1_LOADED_DATA_LIMIT, V1_PACKET_LEN};
+use crate::txformat::{Format, V1_LOADED_DATA_LIMIT};
 use crate::Error;
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_hash::Hash;
@@ -929,31 +929,29 @@ pub fn transaction_len_in(
 }
 
 /// Most payload bytes one Write carries in `format` with one signer (the authority paying),
-/// with or without a price.
+/// with or without a price (legacy: the two compute-budget instructions; v1: its priority
+/// fee). Only sizes matter: the three keys stand for any authority, weight account and
+/// program id.
 pub fn write_capacity_in(format: Format, priced: bool) -> usize {
-    match format {
-        Format::Legacy => write_capacity(priced),
-        Format::V1 => {
-            let authority = Pubkey::new_from_array([1; 32]);
-            let weight = Pubkey::new_from_array([2; 32]);
-            let program = Pubkey::new_from_array([3; 32]);
-            let mut bytes = V1_PACKET_LEN;
-            while bytes > 1 {
-                let write = curta_interface::instruction::write(
-                    &program,
-                    &weight,
-                    &authority,
-                    u32::MAX,
-                    &vec![0xff; bytes],
-                );
-                if transaction_len_in(format, &authority, priced, &[write]) <= V1_PACKET_LEN {
-                    break;
-                }
-                bytes -= 1;
-            }
-            bytes
+    let authority = Pubkey::new_from_array([1; 32]);
+    let weight = Pubkey::new_from_array([2; 32]);
+    let program = Pubkey::new_from_array([3; 32]);
+    let packet = format.packet_len();
+    let mut bytes = packet;
+    while bytes > 1 {
+        let write = curta_interface::instruction::write(
+            &program,
+            &weight,
+            &authority,
+            u32::MAX,
+            &vec![0xff; bytes],
+        );
+        if transaction_len_in(format, &authority, priced, &[write]) <= packet {
+            break;
         }
+        bytes -= 1;
     }
+    bytes
 }
 
 /// Serialized size of a transaction of `instructions` paid by `payer` (signatures included),
@@ -976,28 +974,10 @@ pub fn transaction_len(
     short_vec_len(signatures) + 64 * signatures + message.serialize().len()
 }
 
-/// Most payload bytes one Write carries with one signer (the authority paying), with or
-/// without the two compute-budget instructions. Only sizes matter: the three keys stand for
-/// any authority, weight account and program id.
+/// Most payload bytes one legacy Write carries with one signer (the authority paying), with
+/// or without the two compute-budget instructions.
 pub fn write_capacity(compute_budget: bool) -> usize {
-    let authority = Pubkey::new_from_array([1; 32]);
-    let weight = Pubkey::new_from_array([2; 32]);
-    let program = Pubkey::new_from_array([3; 32]);
-    let mut bytes = curta_interface::instruction::MAX_WRITE_BYTES;
-    while bytes > 1 {
-        let write = curta_interface::instruction::write(
-            &program,
-            &weight,
-            &authority,
-            u32::MAX,
-            &vec![0xff; bytes],
-        );
-        if transaction_len(&authority, compute_budget, &[write]) <= PACKET_LEN {
-            break;
-        }
-        bytes -= 1;
-    }
-    bytes
+    write_capacity_in(Format::Legacy, compute_budget)
 }
 
 fn short_vec_len(n: usize) -> usize {
