@@ -69,6 +69,36 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// The run's own fields as its header holds them; nothing recomputed yet (no tokens, no
+    /// checks, the state not compared).
+    fn of_header(address: &Pubkey, header: &RunHeader) -> Replay {
+        Replay {
+            run: address.to_string(),
+            model: header.model.to_string(),
+            runner: header.runner.to_string(),
+            nonce: header.nonce,
+            status: "running",
+            seed_source: source_name(header.seed_source),
+            runner_seed: header.runner_seed,
+            start_slot: header.start_slot,
+            seed_slot: header.seed_slot,
+            slot_hash: crate::artifact::hex(&header.slot_hash),
+            seed: header.seed,
+            seed_derivation_agrees: None,
+            slot_hash_agrees: None,
+            temperature: header.temperature,
+            top_p: header.top_p,
+            prompt_tokens: vec![],
+            chain_tokens: vec![],
+            offline_tokens: vec![],
+            tokens_agree: false,
+            text_agrees: false,
+            state: Err("not compared".into()),
+            chain_text: header.text.clone(),
+            offline_text: vec![],
+        }
+    }
+
     /// Every token, byte of text and byte of state agrees, and the drawn seed (if any) is the
     /// hash of the header's fields.
     pub fn agrees(&self) -> bool {
@@ -172,29 +202,17 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
         }
     };
     Ok(Replay {
-        run: address.to_string(),
-        model: header.model.to_string(),
-        runner: header.runner.to_string(),
-        nonce: header.nonce,
         status,
-        seed_source: source_name(header.seed_source),
-        runner_seed: header.runner_seed,
-        start_slot: header.start_slot,
-        seed_slot: header.seed_slot,
-        slot_hash: crate::artifact::hex(&header.slot_hash),
-        seed: header.seed,
         seed_derivation_agrees,
         slot_hash_agrees,
-        temperature: header.temperature,
-        top_p: header.top_p,
         prompt_tokens: prompt,
         chain_tokens,
         offline_tokens,
         tokens_agree,
         text_agrees: header.text == offline_text,
         state,
-        chain_text: header.text.clone(),
         offline_text,
+        ..Replay::of_header(address, &header)
     })
 }
 
@@ -211,28 +229,11 @@ fn tokenizing(address: &Pubkey, header: &RunHeader, model: &Model) -> Result<Rep
     let n = encode(meta, &text, &mut ids)?;
     ids.truncate(n);
     Ok(Replay {
-        run: address.to_string(),
-        model: header.model.to_string(),
-        runner: header.runner.to_string(),
-        nonce: header.nonce,
         status: "tokenizing its prompt",
-        seed_source: source_name(header.seed_source),
-        runner_seed: header.runner_seed,
-        start_slot: header.start_slot,
-        seed_slot: header.seed_slot,
-        slot_hash: crate::artifact::hex(&header.slot_hash),
-        seed: header.seed,
-        seed_derivation_agrees: None,
-        slot_hash_agrees: None,
-        temperature: header.temperature,
-        top_p: header.top_p,
         prompt_tokens: ids,
-        chain_tokens: vec![],
-        offline_tokens: vec![],
         tokens_agree: true,
         text_agrees: header.text.is_empty(),
         state: follow_encoding(meta, &text, &header.state),
-        chain_text: header.text.clone(),
-        offline_text: vec![],
+        ..Replay::of_header(address, header)
     })
 }
