@@ -410,13 +410,8 @@ async fn a_model_of_odd_sizes_runs_on_chain_as_curta_core_runs_it() {
 fn vocab32k_artifact() -> Vec<u8> {
     use curta_core::convert::synth;
     let config = curta_core::Config {
-        dim: 64,
-        hidden_dim: 172,
-        layers: 2,
-        heads: 4,
-        kv_heads: 4,
-        vocab_size: 32_000,
         context_length: 64,
+        ..curta_tests::SMALL_32K
     };
     let checkpoint = synth::checkpoint(&config, false, 26);
     let tokenizer = synth::tokenizer(config.vocab_size, 26);

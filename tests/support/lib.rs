@@ -58,24 +58,26 @@ pub fn stories260k_artifact() -> Vec<u8> {
         .clone()
 }
 
-/// A small synthetic model with the real 32,000-token tokenizer of llama2.c
-/// (models/tokenizer.bin, which merges much): dimension 64, hidden 172, 2 layers of 4 heads,
-/// context 256 (room for a 733-byte English prompt's tokens and a few more), converted once per
-/// test binary.
+/// A small shape of the stories15M vocabulary: dimension 64, hidden 172, 2 layers of 4 heads,
+/// 32,000 tokens, context 256.
+pub const SMALL_32K: curta_core::Config = curta_core::Config {
+    dim: 64,
+    hidden_dim: 172,
+    layers: 2,
+    heads: 4,
+    kv_heads: 4,
+    vocab_size: 32_000,
+    context_length: 256,
+};
+
+/// [`SMALL_32K`] with the real 32,000-token tokenizer of llama2.c
+/// (models/tokenizer.bin, which merges much; context 256: room for a 733-byte English prompt's
+/// tokens and a few more), converted once per test binary.
 pub fn tokenizer_bin_artifact() -> Vec<u8> {
     static ARTIFACT: OnceLock<Vec<u8>> = OnceLock::new();
     ARTIFACT
         .get_or_init(|| {
-            let config = curta_core::Config {
-                dim: 64,
-                hidden_dim: 172,
-                layers: 2,
-                heads: 4,
-                kv_heads: 4,
-                vocab_size: 32_000,
-                context_length: 256,
-            };
-            let checkpoint = curta_core::convert::synth::checkpoint(&config, false, 26);
+            let checkpoint = curta_core::convert::synth::checkpoint(&SMALL_32K, false, 26);
             let path = models_dir().join("tokenizer.bin");
             let tokenizer =
                 std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
