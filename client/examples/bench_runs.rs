@@ -15,7 +15,7 @@ mod support;
 use curta_client::onchain::pipeline::{account_limit, step_window, STEP_UNITS};
 use curta_client::onchain::{close_run, run_on_chain, RunRef, RunRequest};
 use curta_client::run::Prompt;
-use curta_client::{Options, RpcTransport};
+use curta_client::Options;
 use curta_core::infer::Settings;
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -27,56 +27,13 @@ use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
-use std::process::Command;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 use support::model;
+use support::node::Node;
 
-const SOL: u64 = 1_000_000_000;
 /// Step's instruction tag (docs/program.md, "7 Step").
 const STEP_TAG: u8 = 7;
-
-struct Node {
-    port: u16,
-    program_id: Pubkey,
-}
-
-impl Node {
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-    fn script(&self, command: &str) {
-        let status = Command::new("scripts/local-validator")
-            .arg(command)
-            .arg(self.program_id.to_string())
-            .env("CURTA_RPC_PORT", self.port.to_string())
-            .env("CURTA_LEDGER", "target/bench-ledger")
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("scripts/local-validator");
-        assert!(status.success(), "scripts/local-validator {command}");
-    }
-    fn rpc(&self) -> RpcClient {
-        RpcClient::new_with_commitment(self.url(), CommitmentConfig::confirmed())
-    }
-    fn transport(&self) -> RpcTransport {
-        RpcTransport::with_program_id(&self.url(), CommitmentConfig::confirmed(), self.program_id)
-    }
-    /// A fresh ledger with the program at `program_id`, and `payer` funded.
-    async fn reset(&self, payer: &Pubkey) {
-        self.script("stop");
-        self.script("start");
-        self.fund(payer).await;
-    }
-    /// 500 SOL from the faucet.
-    async fn fund(&self, payer: &Pubkey) {
-        let rpc = self.rpc();
-        let airdrop = rpc.request_airdrop(payer, 500 * SOL).await.unwrap();
-        while !rpc.confirm_transaction(&airdrop).await.unwrap() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
 
 /// Seconds per slot over the node's recent performance samples (after a few seconds of
 /// running: the first sample is taken a minute in, so before then the slots counted over a

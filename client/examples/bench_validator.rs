@@ -22,12 +22,11 @@ use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_signer::Signer;
 use solana_transaction::versioned::VersionedTransaction;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::node::Node;
 use support::{is_write, model, Fault, Faulty};
 
-const SOL: u64 = 1_000_000_000;
 /// Transactions the bare loop keeps in flight to the node at once.
 const BARE_WINDOW: usize = 128;
 
@@ -43,42 +42,6 @@ impl Sender {
             Sender::Rpc => "rpc",
             Sender::Tpu => "tpu",
         }
-    }
-}
-
-struct Node {
-    port: u16,
-    program_id: Pubkey,
-}
-
-impl Node {
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-    fn websocket(&self) -> String {
-        format!("ws://127.0.0.1:{}", self.port + 1)
-    }
-    fn script(&self, command: &str) {
-        let status = Command::new("scripts/local-validator")
-            .arg(command)
-            .arg(self.program_id.to_string())
-            .env("CURTA_RPC_PORT", self.port.to_string())
-            .env("CURTA_LEDGER", "target/bench-ledger")
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("scripts/local-validator");
-        assert!(status.success(), "scripts/local-validator {command}");
-    }
-    /// A fresh ledger with the program at `program_id`, and `payer` funded with 500 SOL.
-    async fn reset(&self, payer: &Pubkey) -> RpcClient {
-        self.script("stop");
-        self.script("start");
-        let rpc = RpcClient::new_with_commitment(self.url(), CommitmentConfig::confirmed());
-        let airdrop = rpc.request_airdrop(payer, 500 * SOL).await.unwrap();
-        while !rpc.confirm_transaction(&airdrop).await.unwrap() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        rpc
     }
 }
 

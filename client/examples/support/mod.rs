@@ -6,6 +6,8 @@
 #[allow(dead_code)]
 #[path = "../../../tests/support/client.rs"]
 mod client;
+#[allow(dead_code)]
+pub mod node;
 
 #[allow(unused_imports)]
 pub use client::{is_write, Fault, Faulty};
