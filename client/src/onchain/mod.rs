@@ -238,6 +238,9 @@ struct Prepared {
     steps: u32,
     address: Pubkey,
     len: usize,
+    /// The last step ticket used. Tickets only make each step transaction unique: they start
+    /// from the clock, where no earlier call of this runner is likely to have been.
+    tickets: Cell<u32>,
 }
 
 /// What the run address holds, checked against this request.
@@ -382,6 +385,17 @@ impl Context<'_> {
         )
     }
 
+    /// Step transactions under fresh tickets.
+    fn next_steps(&self, count: u32) -> Vec<Item> {
+        (0..count)
+            .map(|_| {
+                let ticket = self.p.tickets.get().wrapping_add(1);
+                self.p.tickets.set(ticket);
+                self.step_item(ticket)
+            })
+            .collect()
+    }
+
     fn close_item(&self) -> Item {
         Item::model(
             Kind::CloseRun,
@@ -480,6 +494,11 @@ async fn prepare<T: Transport>(
             request.nonce,
         ),
         len: run_len(&config, steps) as usize,
+        tickets: Cell::new(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos()),
+        ),
     })
 }
 
@@ -706,10 +725,6 @@ async fn encode<T: Transport>(
     limit: AccountLimit,
 ) -> Result<u32, RunOnChainError> {
     let address = ctx.p.address;
-    let mut ticket = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
-        ^ 0xe4c0_0000;
     let mut sent = 0;
     loop {
         let Found::Run(header, _, _) = read_run(engine.transport(), &address).await? else {
@@ -731,12 +746,7 @@ async fn encode<T: Transport>(
         follow_encoding(model.metadata(), text, &header.state).map_err(diverged)?;
         let left = encoding_steps_left(model.metadata(), &header.state, ctx.request.budget)
             .map_err(diverged)?;
-        let items: Vec<Item> = (0..left.max(1))
-            .map(|_| {
-                ticket = ticket.wrapping_add(1);
-                ctx.step_item(ticket)
-            })
-            .collect();
+        let items = ctx.next_steps(left.max(1));
         let failures = engine.run(items, step_window(limit.units), false).await?;
         sent += left.max(1) - failures.len() as u32;
         // A step of ours that landed after the encoding ended (a stranger's steps did part of
@@ -763,10 +773,6 @@ async fn draw<T: Transport>(
     ctx: &Context<'_>,
 ) -> Result<(u64, u32), RunOnChainError> {
     let address = ctx.p.address;
-    let mut ticket = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
-        ^ 0x5eed_0000;
     let mut sent = 0;
     for _ in 0..DRAW_TRIES {
         let Found::Run(header, _, _) = read_run(engine.transport(), &address).await? else {
@@ -779,8 +785,7 @@ async fn draw<T: Transport>(
             return Ok((header.seed, sent));
         }
         engine.transport().pass_slot(header.start_slot).await?;
-        ticket = ticket.wrapping_add(1);
-        let failures = engine.run(vec![ctx.step_item(ticket)], 1, false).await?;
+        let failures = engine.run(ctx.next_steps(1), 1, false).await?;
         match failures.first() {
             None => sent += 1,
             Some(failure) if curta_error(&failure.error) == Some(CurtaError::SeedNotReady) => {}
@@ -847,11 +852,6 @@ async fn drive<T: Transport>(
         sent: 0,
         after_end: 0,
     };
-    // Tickets only make each step transaction unique: start where no earlier call of this
-    // runner is likely to have been.
-    let mut ticket = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
     let poll = engine.profile.poll.max(Duration::from_millis(50));
     loop {
         let header = observe(t, ctx, shadow, &mut streamed, on_token).await?;
@@ -859,12 +859,7 @@ async fn drive<T: Transport>(
             return Ok(driven);
         }
         let left = steps_left(model, &header.state, ctx.request.budget)?;
-        let items: Vec<Item> = (0..left.max(1))
-            .map(|_| {
-                ticket = ticket.wrapping_add(1);
-                ctx.step_item(ticket)
-            })
-            .collect();
+        let items = ctx.next_steps(left.max(1));
         let done = Cell::new(false);
         let sending = async {
             let result = engine.run(items, step_window(limit.units), false).await;
