@@ -359,6 +359,11 @@ impl<'a> RunAccount<'a> {
         self.u32_field(run_field::TEXT_CAPACITY)
     }
 
+    /// The most tokens the run may generate: its text capacity over [`TEXT_PER_STEP`].
+    pub fn steps(&self) -> u32 {
+        self.text_capacity() / TEXT_PER_STEP as u32
+    }
+
     /// The state buffer and the text region, apart.
     pub fn state_and_text(&mut self) -> (&mut [u8], &mut [u8]) {
         let state_len = self.state_len() as usize;
@@ -427,7 +432,7 @@ mod host {
             slot_hash.copy_from_slice(&data[run_field::SLOT_HASH..run_field::SLOT_HASH + 32]);
             let text_len = run.text_len() as usize;
             let encoding = run.encoding();
-            let steps = run.text_capacity() / TEXT_PER_STEP as u32;
+            let steps = run.steps();
             let (state, text) = run.state_and_text();
             Ok(RunHeader {
                 nonce,

@@ -8,7 +8,7 @@ use pinocchio::ProgramResult;
 
 use super::shared::{error_code, from_code, log_run_error, prompt_buffer};
 use crate::error::CurtaError;
-use crate::run::{encode_costs, RunAccount, SeedSource, TEXT_PER_STEP};
+use crate::run::{encode_costs, RunAccount, SeedSource};
 
 /// Continues the encoding the run's state buffer holds by `budget` ([`crate::run::encode_cost`]'s
 /// units, at least one item); when it ends, starts the run with its ids ([`start_engine`]),
@@ -48,21 +48,33 @@ pub(super) fn start_engine(run: &mut RunAccount, model: &Model, tokens: &[u32]) 
 
 #[inline(always)]
 fn start(run: &mut RunAccount, model: &Model, tokens: &[u32]) -> ProgramResult {
-    let steps = run.text_capacity() / TEXT_PER_STEP as u32;
+    let steps = run.steps();
     let source = run.seed_source();
-    let (temperature, top_p, runner_seed) = run.settings();
-    let settings = Settings {
-        temperature,
-        top_p,
-        seed: match source {
-            SeedSource::Drawn => 1,
-            SeedSource::None | SeedSource::Chosen => runner_seed,
+    let (temperature, top_p, seed) = run.settings();
+    let settings = engine_settings(
+        Settings {
+            temperature,
+            top_p,
+            seed,
         },
-    };
+        source,
+    );
     let (state, _) = run.state_and_text();
     Run::start(state, model, tokens, steps, settings).map_err(log_run_error)?;
     if source == SeedSource::Drawn {
         state[curta_core::infer::state::field::RNG..][..8].fill(0);
     }
     Ok(())
+}
+
+/// The settings `Run::start` takes for StartRun's: a drawn seed is not known yet, so the
+/// generator starts at 1 (to pass `Run::start`'s check) and is set to 0 until it is drawn.
+pub(super) fn engine_settings(settings: Settings, source: SeedSource) -> Settings {
+    match source {
+        SeedSource::Drawn => Settings {
+            seed: 1,
+            ..settings
+        },
+        SeedSource::None | SeedSource::Chosen => settings,
+    }
 }

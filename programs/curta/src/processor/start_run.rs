@@ -8,7 +8,7 @@ use pinocchio::program_error::ProgramError;
 use pinocchio::pubkey::{self, Pubkey};
 use pinocchio::ProgramResult;
 
-use super::encoding::{continue_encoding, start_engine};
+use super::encoding::{continue_encoding, engine_settings, start_engine};
 use super::shared::{
     current_slot, error_code, from_code, log_run_error, minimum_balance, owned, owned_data,
     prompt_buffer, sealed_model, signer, weight_account, writable,
@@ -146,14 +146,9 @@ fn start_run(
             pinocchio::log::sol_log("run: the steps after the prompt run past the context");
             return Err(CurtaError::InvalidRun.into());
         }
-        let checked = Settings {
-            seed: match source {
-                SeedSource::Drawn => 1,
-                SeedSource::None | SeedSource::Chosen => settings.seed,
-            },
-            ..settings
-        };
-        checked.validate().map_err(log_run_error)?;
+        engine_settings(settings, source)
+            .validate()
+            .map_err(log_run_error)?;
     }
     match prompt {
         // The state's bytes, zeroed by `Run::start` at the encoding's end, hold the encoding's
