@@ -188,7 +188,7 @@ const instructions = [
       account('slotHashes', { defaultValue: SLOT_HASHES, docs: 'the SlotHashes sysvar' }),
     ],
     [argument('ticket', u32, 'not read: it makes the transaction unique'), argument('budget', u32, 'estimated compute units, 1 to 1,175,000')],
-    { remainingAccounts: [remaining('weights', false, "every section's weight account, in section order")] },
+    { remainingAccounts: [remaining('weights', false, "section zero's weight account, then any of the other sections' in section order (every section's, or those the step's items read)")] },
   ),
   instruction(
     8,

@@ -9,6 +9,8 @@ mod crank;
 mod deployed_program;
 #[path = "client/faults.rs"]
 mod faults;
+#[path = "client/large_model.rs"]
+mod large_model;
 #[path = "client/late.rs"]
 mod late;
 #[path = "client/layouts.rs"]

@@ -8,7 +8,7 @@ use common::*;
 use curta_core::convert::{convert, synth};
 use curta_core::infer::{
     decode as decode_token, encode, encode_in, encode_scratch_len, state_len, EncodeItem, Encoding,
-    Model, Path, Piece, Progress, Run, RunError, Settings, Status,
+    Model, Path, Piece, Progress, Run, RunError, Settings, Stage, Status,
 };
 use curta_core::{decode, Config};
 
@@ -687,4 +687,90 @@ fn a_sealed_view_and_another_cost_give_the_same_run() {
             assert!(other == state, "state bytes differ");
         }
     }
+}
+
+/// A model given only some sections (what a Step carries on chain): a run whose every advance
+/// holds section zero and the section its next item reads stops before the first item that
+/// reads another, and run to the end that way gives the same state bytes and tokens as the
+/// whole model; an advance whose next item reads a missing section is `SectionMissing` and
+/// changes nothing; the sections an advance reads are the spec's layout (section one the
+/// vocabulary matrices, section 2 + l layer l's), told by `advance_reading`.
+#[test]
+fn a_model_holding_some_sections_stops_before_the_others() {
+    // 128 × 512 + 3 layers of 2 × 128 × 128 + 2 × 128 × 64 + 3 × 128 × 768: over 1,000,000
+    // weights, so L + 2 = 5 sections.
+    let config = Config {
+        dim: 128,
+        hidden_dim: 768,
+        layers: 3,
+        heads: 4,
+        kv_heads: 2,
+        vocab_size: 512,
+        context_length: 32,
+    };
+    assert_eq!(config.section_count(), 5);
+    let art = synthetic(&config, true, 41);
+    let a = decode(&art).unwrap();
+    let whole = Model::from_artifact(&a).unwrap();
+    let sections: Vec<&[u8]> = a.sections().collect();
+    let holding = |held: &[usize]| {
+        let mut given = vec![&[][..]; sections.len()];
+        for &s in held {
+            given[s] = sections[s];
+        }
+        Model::new(*a.metadata(), &given).unwrap()
+    };
+    let settings = sampled(5);
+    let (tokens, reference) = generate(&art, &[1, 7, 9], 6, settings, 20_000);
+
+    // Position 0's first item reads the embedding: section one.
+    let mut state = vec![0u8; state_len(&config)];
+    let mut run = Run::start(&mut state, &whole, &[1, 7, 9], 6, settings).unwrap();
+    assert_eq!(run.section_needed(), Some(1));
+    let before = run.bytes().to_vec();
+    assert_eq!(
+        run.advance(&holding(&[0, 2, 3, 4]), 20_000).unwrap_err(),
+        RunError::SectionMissing {
+            section: 1,
+            matrix: 0
+        }
+    );
+    assert_eq!(run.bytes(), before, "the refused advance changed the state");
+
+    // A whole position (the prompt's first: no classifier) reads section one (the
+    // embedding) and every layer's section; with sections zero and one only, the embedding
+    // and the first norm, then it stops before layer 0's query.
+    let mut read = 0;
+    let mut copy = before.clone();
+    let mut probe = Run::resume(&mut copy, &whole).unwrap();
+    while probe.position() == 0 {
+        probe
+            .advance_reading(&whole, 1_000, Stage::cost, &mut read)
+            .unwrap();
+    }
+    assert_eq!(read, 0b11110, "sections 1 to 4, one bit each");
+    let (progress, used) = run.advance_counted(&holding(&[0, 1]), u64::MAX).unwrap();
+    assert_eq!(progress, Progress::Working);
+    assert_eq!(
+        used,
+        2 * config.dim as u64,
+        "the embedding and the attention norm"
+    );
+    assert_eq!(run.section_needed(), Some(2));
+
+    // To the end, each advance holding section zero and the one its next item reads.
+    let mut out = Vec::new();
+    let mut advances = 0;
+    loop {
+        let held: Vec<usize> = [0].into_iter().chain(run.section_needed()).collect();
+        advances += 1;
+        match run.advance(&holding(&held), 20_000).unwrap() {
+            Progress::Token { id, .. } => out.push(id),
+            Progress::Finished(_) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(out, tokens);
+    assert_eq!(run.bytes(), reference);
+    assert!(advances > 0);
 }

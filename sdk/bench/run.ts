@@ -2,7 +2,10 @@
 // stories260K and the stories15M-shaped model (the artifacts of scripts/artifacts.mjs), 256
 // greedy tokens from token 1, as scripts/bench-run measures `client run`. Median of RUNS
 // (default 3), native and WebAssembly runs alternating so that both see the same machine load;
-// one warm-up run of each first. The tokens of both must be equal.
+// one warm-up run of each first. The tokens of both must be equal. The first run of a module
+// compiled just before it (each model gets its own) is timed too: V8 starts a module's
+// functions in its baseline compiler (Liftoff) and tiers the hot ones up (TurboFan) as they
+// run, so the first run is slower than the next; "first / warm" is their ratio.
 //
 // The native figure is `client run ARTIFACT --prompt-tokens 1 --steps 256 --temperature 0
 // --output json` (its tokens_per_second) when the client is built ($CURTA_CLIENT, or
@@ -14,7 +17,7 @@
 // npm run bench:run [-- RUNS]     (npm run bench runs this, then the hash benchmark)
 import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
-import { Runner } from '../src/index.js'
+import { engineBytes, Runner } from '../src/index.js'
 import { artifactPath } from '../test/support/files.js'
 import { native, STEPS as steps } from './native.js'
 
@@ -32,10 +35,11 @@ const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length
 const n = native({ build: true })
 console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown CPU'}; Node ${process.versions.node}; median of ${runs} runs, ${steps} steps, greedy, one thread`)
 console.log(n ? `native: ${n.what}` : 'native: SKIPPED (neither the client nor curta-core\'s run example could be built)')
-console.log('model               native tok/s   wasm tok/s (Node)   wasm / native')
+console.log('model               native tok/s   wasm tok/s (Node)   wasm / native   first-run tok/s   first / warm')
 for (const name of ['stories260K', 'stories15M']) {
   const path = artifactPath(name)
-  const r = await Runner.create(new Uint8Array(readFileSync(path)))
+  const module = await WebAssembly.compile(engineBytes() as Uint8Array<ArrayBuffer>)
+  const r = await Runner.create(new Uint8Array(readFileSync(path)), { module })
   const w: number[] = []
   const nat: number[] = []
   const warm = await wasm(r)
@@ -52,6 +56,7 @@ for (const name of ['stories260K', 'stories15M']) {
   const mw = median(w)
   const mn = n ? median(nat) : NaN
   console.log(
-    `${label.padEnd(18)}${(n ? mn.toFixed(1) : 'skipped').padStart(13)}${mw.toFixed(1).padStart(21)}${(n ? (mw / mn).toFixed(3) : '-').padStart(16)}`,
+    `${label.padEnd(18)}${(n ? mn.toFixed(1) : 'skipped').padStart(13)}${mw.toFixed(1).padStart(21)}${(n ? (mw / mn).toFixed(3) : '-').padStart(16)}` +
+      `${warm.tokensPerSecond.toFixed(1).padStart(18)}${(warm.tokensPerSecond / mw).toFixed(3).padStart(15)}`,
   )
 }

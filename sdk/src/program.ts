@@ -205,7 +205,10 @@ export function startRunInstruction(args: StartRunArgs): Instruction {
   )
 }
 
-/** 7 Step: run (writable), model, the SlotHashes sysvar, every section's weight account. No signer. */
+/**
+ * 7 Step: run (writable), model, the SlotHashes sysvar, section zero's weight account, then any of
+ * the other sections' in section order (every section's, or those the step's items read). No signer.
+ */
 export function stepInstruction(
   args: { run: Address; model: Address; weights: readonly Address[]; ticket: number; budget: number } & ProgramOption,
 ): Instruction {
@@ -270,11 +273,12 @@ export const PROGRAM_ERRORS: readonly (readonly [string, string])[] = [
   ["InvalidRun", "the run's prompt, steps or sampling settings are refused (the reason is logged)"],
   ["InvalidStepBudget", "step budget must be 1 to 1,175,000 estimated compute units"],
   ["ModelNotSealed", "runs take a Sealed model only"],
-  ["RunTooLarge", "the model's accounts and the run account would hold more than 66,060,288 bytes: no Step of the run could load them"],
+  ["RunTooLarge", "no longer returned: a Step carries only the sections it reads, so every run can be stepped (the code stays reserved)"],
   ["SeedNotReady", "a run whose seed is drawn from the chain steps only after the slot it started in: the start slot's hash is not in SlotHashes yet"],
   ["SeedExpired", "the start slot's hash has left SlotHashes (512 slots) before the run's seed was drawn: the run can only be closed"],
   ["NotSlotHashes", "the account is not the SlotHashes sysvar"],
   ["PromptTooLongToEncode", "the text prompt's working state (curta-core's Encoding) does not fit the run's state buffer: send the prompt as token ids"],
+  ["SectionNotLoaded", "the step's next item reads a section whose weight account the step does not carry (the section is logged)"],
 ]
 
 /** The program error of a custom error code, or undefined for a code the program does not use. */

@@ -76,7 +76,7 @@ pub(crate) async fn fee_per_transaction(bank: &BankTransport, payer: &Pubkey) ->
         .unwrap()
 }
 
-const SAMPLED: Settings = Settings {
+pub(crate) const SAMPLED: Settings = Settings {
     temperature: 52_429,
     top_p: 58_982,
     seed: 7,
@@ -86,7 +86,7 @@ const SAMPLED: Settings = Settings {
 /// streamed pieces, the steps, the transactions, the lamports; then `--from-run`'s
 /// recomputation of the kept run, and its close.
 #[allow(clippy::too_many_arguments)]
-async fn run_and_compare(
+pub(crate) async fn run_and_compare(
     bank: &BankTransport,
     runner: &Keypair,
     model: &Pubkey,
@@ -155,7 +155,14 @@ async fn run_and_compare(
     // Nobody else stepped: every step is the client's, none landed after the end.
     assert_eq!(run.steps_sent, expected_steps, "{context}: steps sent");
     assert_eq!(run.steps_landed, expected_steps, "{context}: steps landed");
-    assert_eq!((run.steps_after_end, run.steps_by_others), (0, 0));
+    assert_eq!(
+        (
+            run.steps_after_end,
+            run.steps_by_others,
+            run.steps_out_of_reach
+        ),
+        (0, 0, 0)
+    );
     assert_eq!(run.transactions, expected_steps as u64 + 1, "{context}");
     assert_eq!(run.failed_transactions, 0);
     assert_eq!(

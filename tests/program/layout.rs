@@ -148,6 +148,7 @@ fn error_codes() {
         (43, CurtaError::SeedExpired),
         (44, CurtaError::NotSlotHashes),
         (45, CurtaError::PromptTooLongToEncode),
+        (46, CurtaError::SectionNotLoaded),
     ];
     for (code, e) in pinned {
         assert_eq!(e as u32, code);
@@ -157,8 +158,8 @@ fn error_codes() {
         assert_eq!(CurtaError::try_from(e as u32), Ok(e));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(CurtaError::ALL.len(), 46);
-    assert_eq!(CurtaError::try_from(46), Err(46));
+    assert_eq!(CurtaError::ALL.len(), 47);
+    assert_eq!(CurtaError::try_from(47), Err(47));
     assert_eq!(CurtaError::try_from(u32::MAX), Err(u32::MAX));
 }
 

@@ -840,26 +840,41 @@ async fn attacks_on_a_run_are_refused_without_effect() {
         custom(CurtaError::WeightAddressMismatch),
     )
     .await;
-    // Sections in the wrong slots.
-    let mut swapped = p.weights.clone();
-    swapped.swap(0, 1);
+    // Section zero first, then the others in section order, each at most once: sections
+    // swapped, section zero twice, section one without section zero.
+    let w = &p.weights;
+    for wrong in [vec![w[1], w[0]], vec![w[0], w[0]], vec![w[1]]] {
+        refused_unchanged(
+            &mut bank,
+            &r.run,
+            step(&p.model, &wrong, 0, 500_000),
+            &[],
+            1,
+            custom(CurtaError::WrongSection),
+        )
+        .await;
+    }
+    // No weight account, or more than the model's sections.
+    let too_many = [w.clone(), vec![w[1]]].concat();
+    for wrong in [vec![], too_many] {
+        refused_unchanged(
+            &mut bank,
+            &r.run,
+            step(&p.model, &wrong, 0, 500_000),
+            &[],
+            1,
+            custom(CurtaError::WrongAccountCount),
+        )
+        .await;
+    }
+    // Section zero alone: the run's next item (the embedding) reads section one.
     refused_unchanged(
         &mut bank,
         &r.run,
-        step(&p.model, &swapped, 0, 500_000),
+        step(&p.model, &w[..1], 0, 500_000),
         &[],
         1,
-        custom(CurtaError::WeightAddressMismatch),
-    )
-    .await;
-    // Too few weight accounts.
-    refused_unchanged(
-        &mut bank,
-        &r.run,
-        step(&p.model, &p.weights[..1], 0, 500_000),
-        &[],
-        1,
-        custom(CurtaError::WrongAccountCount),
+        custom(CurtaError::SectionNotLoaded),
     )
     .await;
     // The run with another model (unsealed, then a model the run is not of).

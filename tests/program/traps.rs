@@ -3,8 +3,8 @@
 //! block at an offset that is not a multiple of 4) is refused at the seal of chunk 0, and nothing
 //! changes; a tokenizer entry over 128 bytes or outside section zero, and tables and row scales
 //! at their extremes, seal and run to their end on chain with the tokens, the state bytes and
-//! the text curta-core gives off chain. And StartRun refuses a run whose Step could never be
-//! loaded (`RunTooLarge`), where one at the limit starts and steps.
+//! the text curta-core gives off chain. And a run of a model whose accounts and run are more
+//! than one transaction may load starts, and steps carrying the sections their items read.
 
 use crate::fixtures::planted;
 use crate::harness::*;
@@ -14,13 +14,9 @@ use curta_core::Config;
 use curta_program::error::CurtaError::*;
 use curta_program::instruction::{self as ix, OwnedPrompt};
 use curta_program::run::{run_address, run_len, run_seed, MAX_STEP_BUDGET};
-use curta_program::state::{
-    self, Model, ModelState, WeightHeader, MAX_MODEL_BYTES, MAX_SECTIONS, MODEL_LEN,
-    WEIGHT_HEADER_LEN,
-};
+use curta_program::state::{self, ModelState, MAX_MODEL_BYTES};
 use curta_tests::{split_sections, stories260k_artifact, traps};
 use solana_pubkey::Pubkey;
-use solana_sdk::account::Account;
 use solana_sdk::signature::{Keypair, Signer};
 use solana_sdk::transaction::TransactionError;
 use solana_system_interface::instruction as system_instruction;
@@ -219,8 +215,8 @@ fn large_lengths(zero: u32) -> Vec<u32> {
 }
 
 /// Section zero's header for `config` and `lengths` (tag, configuration, section count, the
-/// section table, and descriptor 0, the embedding: section 1, 512 columns, 8,192 rows of 520
-/// bytes at offset 0), zeros after it: what a step's first item (the embedding) reads.
+/// section table, every matrix descriptor), zeros after it: what a step's first items (the
+/// embedding, a norm, layer 0's query) read.
 fn large_zero(config: &Config, lengths: &[u32]) -> Vec<u8> {
     let mut z = vec![0u8; lengths[0] as usize];
     let put = |z: &mut [u8], at: usize, v: u32| z[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -235,9 +231,32 @@ fn large_zero(config: &Config, lengths: &[u32]) -> Vec<u8> {
         z[136 + 16 * i..144 + 16 * i].copy_from_slice(&(l as u64).to_le_bytes());
         offset += l as u64;
     }
-    for (at, v) in [(512, 1), (516, 512), (520, 8192), (524, 520)] {
-        put(&mut z, at, v);
+    // Every descriptor: the embedding's section one, layer l's section 2 + l in the spec's
+    // order (query, key, value, output, gate, down, up), each matrix after the one before.
+    let mut shapes: Vec<(u32, u32, u32)> = vec![(1, 512, 8192)];
+    for l in 0..config.layers {
+        for (columns, rows) in [(512, 512), (512, 512), (512, 512), (512, 512)] {
+            shapes.push((2 + l, columns, rows));
+        }
+        shapes.extend([(2 + l, 512, 2048), (2 + l, 2048, 512), (2 + l, 512, 2048)]);
     }
+    // The classifier, tied: a copy of the embedding's descriptor, second.
+    shapes.insert(1, shapes[0]);
+    let mut offsets = vec![0u64; lengths.len()];
+    for (i, &(section, columns, rows)) in shapes.iter().enumerate() {
+        let row_bytes = (columns + 8).next_multiple_of(8);
+        let at = 512 + 24 * i;
+        for (k, v) in [section, columns, rows, row_bytes].into_iter().enumerate() {
+            put(&mut z, at + 4 * k, v);
+        }
+        let offset = if i == 1 { 0 } else { offsets[section as usize] };
+        z[at + 16..at + 24].copy_from_slice(&offset.to_le_bytes());
+        if i != 1 {
+            offsets[section as usize] += rows as u64 * row_bytes as u64;
+        }
+    }
+    assert_eq!(offsets[1], lengths[1] as u64);
+    assert_eq!(offsets[2], lengths[2] as u64);
     z
 }
 
@@ -252,55 +271,20 @@ async fn plant_sealed(
     lengths: &[u32],
     zero: &[u8],
 ) -> (Pubkey, Vec<Pubkey>) {
-    let (model, bump) = state::model_address(&PROGRAM, authority, &declared);
-    let weights: Vec<Pubkey> = (0..lengths.len())
-        .map(|s| state::weight_address(&PROGRAM, authority, &model, s as u8))
-        .collect();
-    let total_chunks = lengths.iter().map(|&l| l.div_ceil(65_536)).sum();
-    let mut section_lengths = [0; MAX_SECTIONS];
-    section_lengths[..lengths.len()].copy_from_slice(lengths);
-    let mut weight_accounts = [Pubkey::default(); MAX_SECTIONS];
-    weight_accounts[..lengths.len()].copy_from_slice(&weights);
-    let sealed = Model {
-        state: ModelState::Sealed,
-        bump,
-        section_count: lengths.len() as u8,
-        seal_pass: 0,
-        creation: 1,
-        authority: *authority,
-        weights_hash: declared,
-        running_hash: declared,
-        seal_cursor: total_chunks,
-        total_chunks,
-        config,
-        section_lengths,
-        weight_accounts,
-    };
-    let mut data = vec![0; MODEL_LEN];
-    sealed.pack(&mut data);
-    let account = |data: Vec<u8>, rent: &solana_sdk::rent::Rent| Account {
-        lamports: rent.minimum_balance(data.len()),
-        data,
-        owner: PROGRAM,
-        executable: false,
-        rent_epoch: 0,
-    };
+    let mut sections: Vec<Vec<u8>> = lengths.iter().map(|&l| vec![0; l as usize]).collect();
+    sections[0].copy_from_slice(zero);
     let rent = bank.rent.clone();
-    bank.plant(&model, account(data, &rent));
-    for (s, &length) in lengths.iter().enumerate() {
-        let mut data = vec![0u8; WEIGHT_HEADER_LEN + length as usize];
-        WeightHeader {
-            frozen: true,
-            section: s as u16,
-            length,
-            model,
-            authority: *authority,
-        }
-        .pack(&mut data);
-        if s == 0 {
-            data[WEIGHT_HEADER_LEN..].copy_from_slice(zero);
-        }
-        bank.plant(&weights[s], account(data, &rent));
+    let (model, accounts) = curta_tests::sealed_model_accounts(
+        &PROGRAM,
+        authority,
+        declared,
+        config,
+        sections,
+        |len| rent.minimum_balance(len),
+    );
+    let weights = accounts[1..].iter().map(|(address, _)| *address).collect();
+    for (address, account) in accounts {
+        bank.plant(&address, account);
     }
     (model, weights)
 }
@@ -342,14 +326,17 @@ fn start_run(
 }
 
 /// The model (dimension 512, hidden 2,048, 14 layers, vocabulary 8,192; context 128,
-/// its accounts 64.1 MB, which CreateModel accepts and a seal would seal) with a run of about 7.4 MB:
-/// together over 66,060,288 bytes, so every Step would fail to load
-/// (MaxLoadedAccountsDataSizeExceeded). StartRun refuses it (`RunTooLarge`) and nothing changes
-/// (the runner keeps its lamports, the run address stays empty). A model and a run of exactly
-/// 66,060,288 bytes (context 16, section zero sized to fill) start, and a Step of that run
-/// loads and runs its first item; 8 bytes more in section zero, and the same run is refused.
+/// its accounts 64.1 MB, which CreateModel accepts and a seal would seal) with a run of about
+/// 7.4 MB: together over 66,060,288 bytes, so a Step carrying every section cannot be loaded
+/// (MaxLoadedAccountsDataSizeExceeded, nothing changes). StartRun starts it, and a step
+/// carrying section zero and section one (the embedding, the first item's) runs; the next
+/// item (a norm, section zero) and the next (layer 0's query, section 2): a step carrying
+/// zero and one stops before it, one carrying zero alone is refused (SectionNotLoaded) and one
+/// carrying zero and two goes on. The same run with section zero sized so that the model
+/// fills what CreateModel accepts, and its largest run: the least a step loads stays far under
+/// the limit (`LEAST_STEP_BYTES`).
 #[tokio::test]
-async fn a_run_no_step_could_load_is_refused_at_start() {
+async fn a_run_of_a_model_too_large_for_one_step_steps_with_the_sections_it_reads() {
     let mut bank = Bank::start().await;
     let a = bank.authority.insecure_clone();
     let runner = Keypair::new();
@@ -382,49 +369,81 @@ async fn a_run_no_step_could_load_is_refused_at_start() {
     let (model, weights) =
         plant_sealed(&mut bank, &a.pubkey(), [0x26; 32], config, &lengths, &zero).await;
     let (run, start) = start_run(&model, &weights[0], &config, &runner.pubkey(), 0, 8, &rent);
-    bank.refused(
-        &start,
-        &[&runner],
-        2,
-        custom(RunTooLarge),
-        &[runner.pubkey(), run, model, weights[0]],
-    )
-    .await;
-    assert_eq!(bank.account(&run).await, None);
-
-    // At the limit: a model and a run of exactly MAX_MODEL_BYTES together.
-    let config = large(16);
-    let run_bytes = run_len(&config, 1);
-    let rest = state::model_bytes(large_lengths(0).into_iter());
-    let zero_len = (MAX_MODEL_BYTES - rest - run_bytes) as u32;
-    let lengths = large_lengths(zero_len);
+    bank.send(&start, &[&runner]).await.unwrap();
+    let before = bank.account(&run).await;
+    let every = ix::step(&PROGRAM, &run, &model, &weights, 0, MAX_STEP_BUDGET);
     assert_eq!(
-        state::model_bytes(lengths.iter().copied()) + run_bytes,
-        MAX_MODEL_BYTES
+        bank.send(&with_limit(vec![every]), &[]).await.unwrap_err(),
+        TransactionError::MaxLoadedAccountsDataSizeExceeded
     );
+    assert_eq!(bank.account(&run).await, before, "the run changed");
+
+    // Budget 1: one item, the embedding (section one).
+    let carrying = |sections: &[usize], ticket: u32, budget: u32| {
+        let w: Vec<Pubkey> = sections.iter().map(|&s| weights[s]).collect();
+        with_limit(vec![ix::step(&PROGRAM, &run, &model, &w, ticket, budget)])
+    };
+    bank.send(&carrying(&[0, 1], 1, 1), &[]).await.unwrap();
+    let point = |state: &[u8]| {
+        use curta_core::infer::state::field;
+        use curta_core::le::u32_at;
+        (
+            u32_at(state, field::POSITION),
+            u32_at(state, field::STAGE),
+            u32_at(state, field::ITEM),
+        )
+    };
+    let header = crate::runs::read_run(&mut bank, &run).await;
+    assert_eq!((header.steps_landed, point(&header.state)), (1, (0, 1, 0)));
+    // The whole budget with sections zero and one: the attention norm (one item, section
+    // zero), then it stops before the query (section 2).
+    bank.send(&carrying(&[0, 1], 2, MAX_STEP_BUDGET), &[])
+        .await
+        .unwrap();
+    let header = crate::runs::read_run(&mut bank, &run).await;
+    assert_eq!((header.steps_landed, point(&header.state)), (2, (0, 2, 0)));
+    let before = bank.account(&run).await;
+    assert_eq!(
+        bank.send(&carrying(&[0], 3, MAX_STEP_BUDGET), &[])
+            .await
+            .unwrap_err(),
+        TransactionError::InstructionError(1, custom(SectionNotLoaded))
+    );
+    assert_eq!(bank.account(&run).await, before, "the run changed");
+    bank.send(&carrying(&[0, 2], 4, 100_000), &[])
+        .await
+        .unwrap();
+    let header = crate::runs::read_run(&mut bank, &run).await;
+    assert_eq!(header.steps_landed, 3);
+    let (position, stage, item) = point(&header.state);
+    assert!(
+        (position, stage) == (0, 2) && item > 0,
+        "{position} {stage} {item}"
+    );
+
+    // The largest: the model at what CreateModel accepts, the largest run of it (context 16),
+    // and section zero as large as the rest allows.
+    let config = large(16);
+    let steps = 8;
+    let rest = state::model_bytes(large_lengths(0).into_iter());
+    let lengths = large_lengths((MAX_MODEL_BYTES - rest) as u32);
+    assert_eq!(state::model_bytes(lengths.iter().copied()), MAX_MODEL_BYTES);
     let zero = large_zero(&config, &lengths);
     let (model, weights) =
         plant_sealed(&mut bank, &a.pubkey(), [0x27; 32], config, &lengths, &zero).await;
-    let (run, start) = start_run(&model, &weights[0], &config, &runner.pubkey(), 0, 1, &rent);
+    let (run, start) = start_run(
+        &model,
+        &weights[0],
+        &config,
+        &runner.pubkey(),
+        1,
+        steps,
+        &rent,
+    );
     bank.send(&start, &[&runner]).await.unwrap();
-    let step = ix::step(&PROGRAM, &run, &model, &weights, 0, 1);
+    let step = ix::step(&PROGRAM, &run, &model, &weights[..2], 0, 1);
     let (result, logs) = bank.send_logged(&with_limit(vec![step]), &[]).await;
-    result.unwrap_or_else(|e| panic!("the step at the limit: {e:?}\n{}", logs.join("\n")));
+    result.unwrap_or_else(|e| panic!("the step of the largest model: {e:?}\n{}", logs.join("\n")));
     let header = crate::runs::read_run(&mut bank, &run).await;
     assert_eq!(header.steps_landed, 1);
-
-    // 8 bytes over: refused.
-    let lengths = large_lengths(zero_len + 8);
-    let zero = large_zero(&config, &lengths);
-    let (model, weights) =
-        plant_sealed(&mut bank, &a.pubkey(), [0x28; 32], config, &lengths, &zero).await;
-    let (run, start) = start_run(&model, &weights[0], &config, &runner.pubkey(), 0, 1, &rent);
-    bank.refused(
-        &start,
-        &[&runner],
-        2,
-        custom(RunTooLarge),
-        &[runner.pubkey(), run, model],
-    )
-    .await;
 }

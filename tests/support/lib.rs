@@ -317,6 +317,74 @@ impl Layout {
     }
 }
 
+/// The accounts of a Sealed model of `sections` under `authority`, declaring `declared`, as
+/// the program leaves them after the last seal: the model account at its address and every
+/// weight account at its seed-derived address (frozen header, then the section's bytes), each
+/// holding `rent(data length)` lamports. For models too large to publish in a test's time; the
+/// seal itself is tested on the models that are published.
+pub fn sealed_model_accounts(
+    program: &solana_pubkey::Pubkey,
+    authority: &solana_pubkey::Pubkey,
+    declared: [u8; 32],
+    config: curta_core::Config,
+    sections: Vec<Vec<u8>>,
+    rent: impl Fn(usize) -> u64,
+) -> (
+    solana_pubkey::Pubkey,
+    Vec<(solana_pubkey::Pubkey, solana_account::Account)>,
+) {
+    use curta_program::state::{self, Model, ModelState, WeightHeader, MAX_SECTIONS};
+    let (model, bump) = state::model_address(program, authority, &declared);
+    let weights: Vec<_> = (0..sections.len())
+        .map(|s| state::weight_address(program, authority, &model, s as u8))
+        .collect();
+    let lengths: Vec<u32> = sections.iter().map(|s| s.len() as u32).collect();
+    let total_chunks = lengths.iter().map(|&l| l.div_ceil(65_536)).sum();
+    let mut section_lengths = [0; MAX_SECTIONS];
+    section_lengths[..lengths.len()].copy_from_slice(&lengths);
+    let mut weight_accounts = [solana_pubkey::Pubkey::default(); MAX_SECTIONS];
+    weight_accounts[..lengths.len()].copy_from_slice(&weights);
+    let sealed = Model {
+        state: ModelState::Sealed,
+        bump,
+        section_count: lengths.len() as u8,
+        seal_pass: 0,
+        creation: 1,
+        authority: *authority,
+        weights_hash: declared,
+        running_hash: declared,
+        seal_cursor: total_chunks,
+        total_chunks,
+        config,
+        section_lengths,
+        weight_accounts,
+    };
+    let account = |data: Vec<u8>| solana_account::Account {
+        lamports: rent(data.len()),
+        data,
+        owner: *program,
+        executable: false,
+        rent_epoch: 0,
+    };
+    let mut data = vec![0; state::MODEL_LEN];
+    sealed.pack(&mut data);
+    let mut accounts = vec![(model, account(data))];
+    for (s, section) in sections.into_iter().enumerate() {
+        let mut data = vec![0u8; state::WEIGHT_HEADER_LEN];
+        WeightHeader {
+            frozen: true,
+            section: s as u16,
+            length: section.len() as u32,
+            model,
+            authority: *authority,
+        }
+        .pack(&mut data);
+        data.extend(section);
+        accounts.push((weights[s], account(data)));
+    }
+    (model, accounts)
+}
+
 /// Keypair number `index` of the seeded sequence `seed`: the same authorities on every run.
 pub fn seeded_keypair(seed: u64, index: u64) -> solana_keypair::Keypair {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15));

@@ -328,8 +328,12 @@ fn on_chain_summary(run: &OnChainRun) -> String {
             run.rent_held, run.run
         ),
     };
+    let reach = match run.steps_out_of_reach {
+        0 => String::new(),
+        n => format!(", {n} where the run had moved past the sections they carried"),
+    };
     format!(
-        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end, up to {} in flight ({} units per account and block, {}), {} {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {} ({}), weights hash {}",
+        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end{reach}, up to {} in flight ({} units per account and block, {}), {} {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {} ({}), weights hash {}",
         run.tokens.len(),
         run.seconds,
         run.run,

@@ -31,10 +31,11 @@ use curta_interface::instruction::{self as ix, OwnedPrompt};
 use curta_interface::run::{
     run_address, run_len, run_seed, RunHeader, SeedSource, MAX_STEP_BUDGET,
 };
+use curta_interface::state::{model_bytes, MAX_MODEL_BYTES, MODEL_LEN, WEIGHT_HEADER_LEN};
 use pipeline::{account_limit, step_window, AccountLimit};
 use plan::{
-    encoding_steps, encoding_steps_left, follow_encoding, generated, plan, point, steps_left, Plan,
-    Shadow,
+    encoding_steps, encoding_steps_left, follow_encoding, generated, plan, point, steps_ahead,
+    steps_left, Plan, Shadow,
 };
 use solana_instruction::error::InstructionError;
 use solana_instruction::Instruction;
@@ -186,6 +187,10 @@ pub struct OnChainRun {
     /// Steps this call sent that landed after the run had ended (refused with RunEnded: each
     /// paid its fee and changed nothing).
     pub steps_after_end: u32,
+    /// Steps this call sent that landed where the run's next item reads a section they did
+    /// not carry (refused with SectionNotLoaded, each paid its fee and changed nothing: a model
+    /// too large for a step to carry every section, whose run others' steps moved on).
+    pub steps_out_of_reach: u32,
     /// Steps that landed that this call did not send (anyone may step a run; 0 when resumed,
     /// where the earlier steps are not told apart).
     pub steps_by_others: u32,
@@ -234,6 +239,14 @@ impl OnChainRun {
 struct Prepared {
     hash: [u8; 32],
     weights: Vec<Pubkey>,
+    /// Each section's length, as the model records them.
+    lengths: Vec<u32>,
+    /// Whether the model's accounts and the run fit what one transaction may load: then every
+    /// step carries every section, else each carries the sections its items read.
+    carries_all: bool,
+    /// The sections (bit s for section s) the first step of the last round read: what a step
+    /// simulated to explain a refusal carries.
+    last_reads: Cell<u32>,
     plan: Plan,
     steps: u32,
     address: Pubkey,
@@ -296,7 +309,7 @@ pub async fn run_on_chain<T: Transport>(
     let encoding_steps = encode(&mut engine, &ctx, &model, limit).await?;
     let mut drawing_steps = 0;
     if request.source == SeedSource::Drawn {
-        let (seed, sent) = draw(&mut engine, &ctx).await?;
+        let (seed, sent) = draw(&mut engine, &ctx, &model).await?;
         drawing_steps = sent;
         p.plan = replan(&artifact, request, &p, seed)?;
     }
@@ -332,6 +345,7 @@ pub async fn run_on_chain<T: Transport>(
         steps_sent: driven.sent + drawing_steps + encoding_steps,
         encoding_steps,
         steps_after_end: driven.after_end,
+        steps_out_of_reach: driven.out_of_reach,
         steps_by_others: match resumed_from {
             None => steps_landed.saturating_sub(driven.sent + drawing_steps + encoding_steps),
             Some(_) => 0,
@@ -371,29 +385,77 @@ struct Context<'a> {
 }
 
 impl Context<'_> {
-    fn step_item(&self, ticket: u32) -> Item {
+    /// A step that reads the sections `reads` (bit s for section s; section zero always) and
+    /// also carries those of `near` that fit.
+    fn step_item(&self, ticket: u32, reads: u32, near: u32) -> Item {
+        let (weights, _) = self.step_weights(reads, near);
         Item::model(
             Kind::Step,
             vec![ix::step(
                 &self.program,
                 &self.p.address,
                 &self.model,
-                &self.p.weights,
+                &weights,
                 ticket,
                 self.request.budget,
             )],
         )
     }
 
-    /// Step transactions under fresh tickets.
-    fn next_steps(&self, count: u32) -> Vec<Item> {
-        (0..count)
-            .map(|_| {
-                let ticket = self.p.tickets.get().wrapping_add(1);
-                self.p.tickets.set(ticket);
-                self.step_item(ticket)
-            })
-            .collect()
+    /// The weight accounts a step carries: every section's where the model's accounts and the
+    /// run fit what one transaction may load (so that any step in flight can do any item),
+    /// else section zero's, those of `reads` and then those of `near` (the sections of the
+    /// steps planned around it: a step that lands before or after its neighbour still finds
+    /// what it reads), in section order, as many as fit together. `false` when some of
+    /// `reads` did not fit: the step stops before the first item that reads one.
+    fn step_weights(&self, reads: u32, near: u32) -> (Vec<Pubkey>, bool) {
+        let p = self.p;
+        if p.carries_all {
+            return (p.weights.clone(), true);
+        }
+        let account = |s: usize| WEIGHT_HEADER_LEN as u64 + p.lengths[s] as u64;
+        let mut loaded = MODEL_LEN as u64 + p.len as u64 + account(0);
+        let mut carried = 1u32;
+        let mut complete = true;
+        for wanted in [reads, near] {
+            for s in 1..p.weights.len() {
+                if wanted & !carried & (1 << s) == 0 {
+                    continue;
+                }
+                if loaded + account(s) <= MAX_MODEL_BYTES {
+                    loaded += account(s);
+                    carried |= 1 << s;
+                } else if wanted == reads {
+                    complete = false;
+                }
+            }
+        }
+        let weights = (0..p.weights.len())
+            .filter(|s| carried & (1 << s) != 0)
+            .map(|s| p.weights[s])
+            .collect();
+        (weights, complete)
+    }
+
+    /// Step transactions under fresh tickets, one per entry of `reads` (the sections each
+    /// step's items read, in the order planned), up to the first that cannot carry all of
+    /// them: the steps after it would start elsewhere than planned, so the next round plans
+    /// them from the chain. Each also carries what the steps planned within `window` of it
+    /// read, where that fits: steps in flight together may land in any order.
+    fn next_steps(&self, reads: &[u32], window: usize) -> Vec<Item> {
+        self.p.last_reads.set(reads.first().copied().unwrap_or(0));
+        let mut items = Vec::with_capacity(reads.len());
+        for (k, &step) in reads.iter().enumerate() {
+            let around = reads[k.saturating_sub(window)..(k + window + 1).min(reads.len())].iter();
+            let near = around.fold(0, |all, r| all | r);
+            let ticket = self.p.tickets.get().wrapping_add(1);
+            self.p.tickets.set(ticket);
+            items.push(self.step_item(ticket, step, near));
+            if !self.step_weights(step, 0).1 {
+                break;
+            }
+        }
+        items
     }
 
     fn close_item(&self) -> Item {
@@ -465,6 +527,7 @@ async fn prepare<T: Transport>(
 ) -> Result<Prepared, RunOnChainError> {
     let sealed = crate::chain::existing_model(t, model_address).await?;
     let weights: Vec<Pubkey> = sealed.weight_accounts[..sealed.sections().len()].to_vec();
+    let lengths: Vec<u32> = sealed.section_lengths[..weights.len()].to_vec();
     let config = artifact.config();
     let prompt_tokens = request.prompt.tokens(artifact)?;
     let steps = request
@@ -482,9 +545,13 @@ async fn prepare<T: Transport>(
         // what follows is planned again once the seed is known ([`replan`]).
         plan.start[curta_core::infer::state::field::RNG..][..8].fill(0);
     }
+    let len = run_len(&config, steps);
     Ok(Prepared {
         hash,
+        carries_all: model_bytes(lengths.iter().copied()) + len <= MAX_MODEL_BYTES,
         weights,
+        lengths,
+        last_reads: Cell::new(0),
         plan,
         steps,
         address: run_address(
@@ -493,7 +560,7 @@ async fn prepare<T: Transport>(
             model_address,
             request.nonce,
         ),
-        len: run_len(&config, steps) as usize,
+        len: len as usize,
         tickets: Cell::new(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -622,7 +689,7 @@ async fn price<T: Transport>(
     };
     let mut fees = left as u64
         * engine
-            .fee(Kind::Step, &ctx.step_item(0).instructions)
+            .fee(Kind::Step, &ctx.step_item(0, 0, 0).instructions)
             .await?;
     if let Some(start) = start {
         fees += engine.fee(Kind::StartRun, &start.instructions).await?;
@@ -746,15 +813,14 @@ async fn encode<T: Transport>(
         follow_encoding(model.metadata(), text, &header.state).map_err(diverged)?;
         let left = encoding_steps_left(model.metadata(), &header.state, ctx.request.budget)
             .map_err(diverged)?;
-        let items = ctx.next_steps(left.max(1));
+        // The encoding reads section zero only.
+        let items = ctx.next_steps(&vec![0; left.max(1) as usize], 0);
         let failures = engine.run(items, step_window(limit.units), false).await?;
         sent += left.max(1) - failures.len() as u32;
         // A step of ours that landed after the encoding ended (a stranger's steps did part of
-        // it) steps the run itself, and after a very short run's end is refused with RunEnded.
-        if let Some(failure) = failures
-            .iter()
-            .find(|f| curta_error(&f.error) != Some(CurtaError::RunEnded))
-        {
+        // it) steps the run itself: refused with SectionNotLoaded where it carries section
+        // zero only, and after a very short run's end with RunEnded.
+        if let Some(failure) = failures.iter().find(|f| !passed_by(&f.error)) {
             return Err(refused(engine, ctx, &failure.error).await);
         }
     }
@@ -771,6 +837,7 @@ const DRAW_TRIES: u32 = 8;
 async fn draw<T: Transport>(
     engine: &mut Engine<'_, T>,
     ctx: &Context<'_>,
+    model: &Model<'_>,
 ) -> Result<(u64, u32), RunOnChainError> {
     let address = ctx.p.address;
     let mut sent = 0;
@@ -785,7 +852,9 @@ async fn draw<T: Transport>(
             return Ok((header.seed, sent));
         }
         engine.transport().pass_slot(header.start_slot).await?;
-        let failures = engine.run(ctx.next_steps(1), 1, false).await?;
+        // What the first step reads does not depend on the seed it draws.
+        let reads = steps_ahead(model, &header.state, ctx.request.budget)?;
+        let failures = engine.run(ctx.next_steps(&reads[..1], 0), 1, false).await?;
         match failures.first() {
             None => sent += 1,
             Some(failure) if curta_error(&failure.error) == Some(CurtaError::SeedNotReady) => {}
@@ -831,6 +900,7 @@ pub fn source_name(source: SeedSource) -> &'static str {
 struct Driven {
     sent: u32,
     after_end: u32,
+    out_of_reach: u32,
 }
 
 /// Steps the run to its end. Each round plans from the chain's state how many steps of this
@@ -851,6 +921,7 @@ async fn drive<T: Transport>(
     let mut driven = Driven {
         sent: 0,
         after_end: 0,
+        out_of_reach: 0,
     };
     let poll = engine.profile.poll.max(Duration::from_millis(50));
     loop {
@@ -858,8 +929,12 @@ async fn drive<T: Transport>(
         if point(&header.state).0 {
             return Ok(driven);
         }
-        let left = steps_left(model, &header.state, ctx.request.budget)?;
-        let items = ctx.next_steps(left.max(1));
+        let mut reads = steps_ahead(model, &header.state, ctx.request.budget)?;
+        if reads.is_empty() {
+            reads.push(0);
+        }
+        let items = ctx.next_steps(&reads, step_window(limit.units));
+        let count = items.len() as u32;
         let done = Cell::new(false);
         let sending = async {
             let result = engine.run(items, step_window(limit.units), false).await;
@@ -877,13 +952,13 @@ async fn drive<T: Transport>(
             }
         };
         let (failures, ()) = tokio::try_join!(sending, watching)?;
-        driven.sent += left.max(1) - failures.len() as u32;
+        driven.sent += count - failures.len() as u32;
         for failure in failures {
-            if curta_error(&failure.error) == Some(CurtaError::RunEnded) {
-                driven.after_end += 1;
-                continue;
+            match curta_error(&failure.error) {
+                Some(CurtaError::RunEnded) => driven.after_end += 1,
+                Some(CurtaError::SectionNotLoaded) => driven.out_of_reach += 1,
+                _ => return Err(refused(engine, ctx, &failure.error).await),
             }
-            return Err(refused(engine, ctx, &failure.error).await);
         }
     }
 }
@@ -927,6 +1002,16 @@ async fn observe<T: Transport>(
     Ok(*header)
 }
 
+/// Whether a step's refusal only says that the run moved past what the step was planned for:
+/// it ended (`RunEnded`), or its next item reads a section the step does not carry
+/// (`SectionNotLoaded`, where steps carry only the sections they read).
+fn passed_by(error: &TransactionError) -> bool {
+    matches!(
+        curta_error(error),
+        Some(CurtaError::RunEnded | CurtaError::SectionNotLoaded)
+    )
+}
+
 /// A step the program refused for another reason than the run's end: the same step on the
 /// same state fails the same way, so the run cannot go on. Its rent goes back to the runner
 /// (unless --keep), and the error says so, with the program's log of a simulated step.
@@ -936,7 +1021,8 @@ async fn refused<T: Transport>(
     error: &TransactionError,
 ) -> RunOnChainError {
     let address = ctx.p.address;
-    let logs = match engine.simulate(&ctx.step_item(0)).await {
+    let reads = ctx.p.last_reads.get();
+    let logs = match engine.simulate(&ctx.step_item(0, reads, 0)).await {
         Ok(simulation) => simulation.logs,
         Err(_) => Vec::new(),
     };

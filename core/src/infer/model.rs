@@ -105,6 +105,11 @@ impl<'a> Model<'a> {
         Model::new(*artifact.metadata(), &sections[..artifact.section_count()])
     }
 
+    /// Whether section `section`'s bytes were given.
+    pub fn holds(&self, section: usize) -> bool {
+        self.sections.get(section).is_some_and(|s| !s.is_empty())
+    }
+
     pub fn metadata(&self) -> &Metadata<'a> {
         &self.meta
     }

@@ -109,6 +109,38 @@ impl Stage {
         }
     }
 
+    /// The section besides section zero whose matrix the items of this stage read, if any: the
+    /// spec's layout, section one for the vocabulary matrices (and every layer's in a
+    /// two-section file, `multi` false), section 2 + l for layer l's seven.
+    pub fn section(self, multi: bool) -> Option<usize> {
+        match self {
+            Stage::Embed | Stage::Classifier => Some(1),
+            Stage::Query(l)
+            | Stage::Key(l)
+            | Stage::Value(l)
+            | Stage::Output(l)
+            | Stage::Hidden(l)
+            | Stage::Down(l) => Some(if multi { 2 + l as usize } else { 1 }),
+            _ => None,
+        }
+    }
+
+    /// The first matrix the items of this stage read, if any (the spec's tensor order).
+    pub fn matrix(self) -> Option<usize> {
+        let layer = |l: u32, k: usize| Some(2 + 7 * l as usize + k);
+        match self {
+            Stage::Embed => Some(0),
+            Stage::Classifier => Some(1),
+            Stage::Query(l) => layer(l, 0),
+            Stage::Key(l) => layer(l, 1),
+            Stage::Value(l) => layer(l, 2),
+            Stage::Output(l) => layer(l, 3),
+            Stage::Hidden(l) => layer(l, 4),
+            Stage::Down(l) => layer(l, 5),
+            _ => None,
+        }
+    }
+
     /// The work of one item at `pos`, in multiply-accumulates (docs/inference.md, "Work").
     pub fn cost(self, c: &Config, pos: u32) -> u64 {
         let (d, h) = (c.dim as u64, c.hidden_dim as u64);
@@ -440,6 +472,14 @@ impl<'s> Run<'s> {
         get(&self.state[self.layout.logits..], id as usize)
     }
 
+    /// The section besides section zero that the next item reads, if it reads one.
+    pub fn section_needed(&self) -> Option<usize> {
+        if self.status() != Status::Running {
+            return None;
+        }
+        self.stage().section(self.config.section_count() > 2)
+    }
+
     fn stage(&self) -> Stage {
         // resume checked the code's range; every code below the count is a stage.
         Stage::of(u32_at(self.state, field::STAGE), self.config.layers).unwrap_or(Stage::Embed)
@@ -487,6 +527,10 @@ impl<'s> Run<'s> {
     /// [`Run::advance_counted`] with the work of one item measured by `cost(stage, config,
     /// pos)` instead of [`Stage::cost`]: the program counts estimated compute units, so that a
     /// step's budget holds whatever stage it meets. The split changes, the bytes do not.
+    ///
+    /// A model that does not hold a section (a step given only some weight accounts) stops
+    /// before the first item that reads it: `Progress::Working` after some work, and
+    /// [`RunError::SectionMissing`] (nothing changed) when that is the next item.
     #[inline(always)]
     pub fn advance_by(
         &mut self,
@@ -494,10 +538,26 @@ impl<'s> Run<'s> {
         budget: u64,
         cost: impl Fn(Stage, &Config, u32) -> u64,
     ) -> Result<(Progress, u64), RunError> {
+        let mut read = 0u32;
+        self.advance_reading(model, budget, cost, &mut read)
+    }
+
+    /// [`Run::advance_by`], and the sections besides zero that its items read, one bit each
+    /// (bit s for section s) added to `read`: what a step that does this work must carry.
+    #[inline(always)]
+    pub fn advance_reading(
+        &mut self,
+        model: &Model,
+        budget: u64,
+        cost: impl Fn(Stage, &Config, u32) -> u64,
+        read: &mut u32,
+    ) -> Result<(Progress, u64), RunError> {
         if model.config() != self.config {
             return Err(RunError::ModelMismatch);
         }
+        let multi = self.config.section_count() > 2;
         let mut used = 0u64;
+        let mut advanced = false;
         #[cfg(not(target_os = "solana"))]
         let mut scratch = Scratch::with(self.path, self.threads);
         #[cfg(target_os = "solana")]
@@ -520,8 +580,19 @@ impl<'s> Run<'s> {
             if fit == 0 {
                 return Ok((Progress::Working, used));
             }
+            if let Some(section) = stage.section(multi) {
+                if !model.holds(section) {
+                    if !advanced {
+                        let matrix = stage.matrix().unwrap_or(0);
+                        return Err(RunError::SectionMissing { section, matrix });
+                    }
+                    return Ok((Progress::Working, used));
+                }
+                *read |= 1 << section;
+            }
             // The draw may end its stage before its last item, at the token drawn.
             let early = self.items(model, stage, pos, item..item + fit, &mut scratch)?;
+            advanced = true;
             used += early.unwrap_or(fit) as u64 * cost;
             if early.is_none() && item + fit < items {
                 put_u32(self.state, field::ITEM, item + fit);
@@ -535,8 +606,11 @@ impl<'s> Run<'s> {
 
     /// Items `range` of `stage` at `pos`; `Some(n)` when the stage ended after the first `n`
     /// of them (the draw reached its token). Inlined into its one caller: on SBF a
-    /// call may pass at most five arguments in registers and return no aggregate.
-    #[inline(always)]
+    /// call may pass at most five arguments in registers and return no aggregate. In
+    /// WebAssembly a function of its own, called for every stage, so that V8 tiers it up
+    /// during a run's first token (see `forward::rows_to`).
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
     fn items(
         &mut self,
         model: &Model,

@@ -86,7 +86,7 @@ pub enum CurtaError {
     InvalidStepBudget = 39,
     #[error("runs take a Sealed model only")]
     ModelNotSealed = 40,
-    #[error("the model's accounts and the run account would hold more than 66,060,288 bytes: no Step of the run could load them")]
+    #[error("no longer returned: a Step carries only the sections it reads, so every run can be stepped (the code stays reserved)")]
     RunTooLarge = 41,
     #[error("a run whose seed is drawn from the chain steps only after the slot it started in: the start slot's hash is not in SlotHashes yet")]
     SeedNotReady = 42,
@@ -96,11 +96,13 @@ pub enum CurtaError {
     NotSlotHashes = 44,
     #[error("the text prompt's working state (curta-core's Encoding) does not fit the run's state buffer: send the prompt as token ids")]
     PromptTooLongToEncode = 45,
+    #[error("the step's next item reads a section whose weight account the step does not carry (the section is logged)")]
+    SectionNotLoaded = 46,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 46] = [
+    pub const ALL: [CurtaError; 47] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -147,6 +149,7 @@ impl CurtaError {
         CurtaError::SeedExpired,
         CurtaError::NotSlotHashes,
         CurtaError::PromptTooLongToEncode,
+        CurtaError::SectionNotLoaded,
     ];
 }
 

@@ -45,21 +45,13 @@ pub fn model_bytes(lengths: impl IntoIterator<Item = u32>) -> u64 {
         + MODEL_LEN as u64
 }
 
-/// The account data a Step of a run loads besides the rest of its transaction: the model's
-/// accounts ([`model_bytes`] of the section lengths recorded in `model`, a model account's data,
-/// for its first `sections` sections) and the run account's `run_len` bytes. StartRun refuses a
-/// run over [`MAX_MODEL_BYTES`] (`RunTooLarge`): the same 1 MiB margin for the fee payer, the
-/// program's executable, a compute-budget instruction and the 64 bytes counted per account,
-/// so that every Step of a started run can be loaded.
-pub fn step_bytes(model: &[u8], sections: usize, run_len: u64) -> u64 {
-    let lengths = (0..sections.min(MAX_SECTIONS)).map(|section| {
-        let at = model_field::SECTION_LENGTHS + 4 * section;
-        model
-            .get(at..at + 4)
-            .map_or(u32::MAX, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    });
-    model_bytes(lengths).saturating_add(run_len)
-}
+/// The least account data a Step of any run loads: the model's 808 bytes, section zero's
+/// weight account, the weight account of the section its next item reads (a step carries
+/// section zero and any of the others: docs/program.md, "7 Step") and the run account, each at
+/// most an account's 10 MiB. Under [`MAX_MODEL_BYTES`] (the same 1 MiB margin for the rest of
+/// the transaction), so every run of every model that can be created can be stepped.
+pub const LEAST_STEP_BYTES: u64 = MODEL_LEN as u64 + 3 * MAX_WEIGHT_ACCOUNT_LEN as u64;
+const _: () = assert!(LEAST_STEP_BYTES <= MAX_MODEL_BYTES);
 
 /// Length of a weight account's seed: "curta-" + 2 digits + "-" + 20 hex digits.
 pub const WEIGHT_SEED_LEN: usize = 29;

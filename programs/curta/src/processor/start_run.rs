@@ -19,9 +19,7 @@ use crate::run::{
     run_len, run_seed_bytes, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN, START_ENCODE_BUDGET,
     TEXT_PER_STEP,
 };
-use crate::state::{
-    all_zero, same_address, step_bytes, WeightFields, MAX_MODEL_BYTES, WEIGHT_HEADER_LEN,
-};
+use crate::state::{all_zero, same_address, WeightFields, WEIGHT_HEADER_LEN};
 
 /// Its own stack frame (a run's locals and curta-core's inlined into the entrypoint's would
 /// pass SBF's 4 KiB), so at most five registers in and one out: the raw instruction data in,
@@ -94,18 +92,6 @@ fn start_run(
     }
     if steps == 0 || run_info.data_len() as u64 != run_len(&config, steps) {
         return Err(CurtaError::RunSizeMismatch.into());
-    }
-    let loaded = step_bytes(
-        model_data,
-        config.section_count(),
-        run_info.data_len() as u64,
-    );
-    if loaded > MAX_MODEL_BYTES {
-        pinocchio::log::sol_log(
-            "run: the model's accounts and the run account are over what one Step may load",
-        );
-        pinocchio::log::sol_log_64(loaded, MAX_MODEL_BYTES, 0, 0, 0);
-        return Err(CurtaError::RunTooLarge.into());
     }
     if run_info.lamports() < minimum_balance(run_info.data_len())? {
         return Err(CurtaError::NotRentExempt.into());

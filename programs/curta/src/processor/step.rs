@@ -62,19 +62,28 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
         ))?;
     }
     let (config, model_data) = sealed_model(model_info, program_id)?;
-    if weight_infos.len() != config.section_count() {
+    let count = config.section_count();
+    if weight_infos.is_empty() || weight_infos.len() > count {
         return Err(CurtaError::WrongAccountCount.into());
     }
+    // Section zero, then any of the others in section order: the step's items stop before
+    // the first one that reads a section it does not carry.
     let mut sections = [&[][..]; MAX_SECTIONS];
-    for (section, info) in weight_infos.iter().enumerate() {
+    let mut lowest = 0;
+    for info in weight_infos {
+        owned(info, program_id)?;
+        // SAFETY: read-only for the whole instruction; once its address is checked below it
+        // is the model's recorded weight account, neither the run (borrowed mutably) nor the
+        // model, and no account is used before that check.
+        let bytes = unsafe { info.borrow_data_unchecked() };
+        let header = WeightFields::parse(bytes)?;
+        let section = header.section as usize;
+        if section >= count || section < lowest || (lowest == 0 && section != 0) {
+            return Err(CurtaError::WrongSection.into());
+        }
         if !same_address(info.key(), weight_account(model_data, section)) {
             return Err(CurtaError::WeightAddressMismatch.into());
         }
-        owned(info, program_id)?;
-        // SAFETY: read-only for the whole instruction; the address is the model's recorded
-        // weight account, so it is neither the run (borrowed mutably) nor the model.
-        let bytes = unsafe { info.borrow_data_unchecked() };
-        let header = WeightFields::parse(bytes)?;
         header.belongs_to(
             model_info.key(),
             section,
@@ -83,12 +92,13 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
             info.key(),
         )?;
         sections[section] = &bytes[WEIGHT_HEADER_LEN..];
+        lowest = section + 1;
     }
     if budget == 0 || budget > MAX_STEP_BUDGET {
         return Err(CurtaError::InvalidStepBudget.into());
     }
     let meta = Metadata::sealed(sections[0]).ok_or(CurtaError::InvalidRun)?;
-    let model = Model::new(meta, &sections[..config.section_count()]).map_err(log_run_error)?;
+    let model = Model::new(meta, &sections[..count]).map_err(log_run_error)?;
     // While encoding, the budget counts the encoding's items (`run::encode_cost`); the step
     // that ends it starts the run and does no more.
     if encoding {
@@ -104,7 +114,7 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
     }
     let (progress, _) = engine
         .advance_by(&model, budget as u64, step_costs(temperature))
-        .map_err(log_run_error)?;
+        .map_err(step_error)?;
     let piece = match progress {
         Progress::Token { pos, id } => {
             let previous = engine.token(pos - 1);
@@ -117,6 +127,18 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
     }
     run.count_step();
     Ok(())
+}
+
+/// A step's refusal by curta-core: `SectionNotLoaded` (the section logged) when its next
+/// item reads a section whose weight account the step does not carry, else as any run's.
+#[inline(never)]
+fn step_error(error: curta_core::infer::RunError) -> CurtaError {
+    if let curta_core::infer::RunError::SectionMissing { section, .. } = error {
+        pinocchio::log::sol_log("step: the next item reads a section the step does not carry");
+        pinocchio::log::sol_log_64(section as u64, 0, 0, 0, 0);
+        return CurtaError::SectionNotLoaded;
+    }
+    log_run_error(error)
 }
 
 /// Draws a run's seed from the start slot's hash (docs/program.md, "The seed"): refused in
