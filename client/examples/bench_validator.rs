@@ -1,15 +1,18 @@
 //! Benchmark on a real solana-test-validator: the client publishes and seals the 16.5 MB
-//! stories15M-shaped artifact, sending over RPC `sendTransaction` and then over the TPU (QUIC);
-//! after each, the bare loop sends the same transactions (the messages that landed, re-signed)
-//! to a fresh validator as fast as it takes them. `scripts/bench-validator` builds this and
+//! stories15M-shaped artifact, sending over RPC `sendTransaction` and then over the TPU (QUIC),
+//! in legacy transactions and in version 1 transactions (where the validator's feature set has
+//! `enable_tx_v1`; otherwise that row says so); after each, the bare loop sends the same
+//! transactions (the messages that landed, re-signed) to a fresh validator as fast as it takes
+//! them. `scripts/bench-validator` builds this and
 //! needs the validator binary (`scripts/local-validator install`); this program starts and
 //! resets the validator itself through `scripts/local-validator` (port `CURTA_RPC_PORT`).
 //!
-//! cargo run --release -p curta-client --example bench_validator [-- MODEL]  (default stories15M)
+//! cargo run --release -p curta-client --example bench_validator [-- MODEL [rpc|tpu]]
+//! (default stories15M, both senders)
 
 mod support;
 
-use curta_client::{Options, RpcTransport};
+use curta_client::{Options, RpcTransport, TxVersion};
 use futures::StreamExt;
 use solana_client::nonblocking::rpc_client::RpcClient;
 use solana_client::nonblocking::tpu_client::TpuClient;
@@ -155,6 +158,11 @@ async fn main() {
         .nth(1)
         .unwrap_or_else(|| "stories15M".into());
     let artifact = model(&name);
+    let only = std::env::args().nth(2);
+    let senders: Vec<Sender> = [Sender::Rpc, Sender::Tpu]
+        .into_iter()
+        .filter(|s| only.as_deref().is_none_or(|o| o == s.name()))
+        .collect();
     let port: u16 = std::env::var("CURTA_RPC_PORT")
         .ok()
         .and_then(|p| p.parse().ok())
@@ -164,8 +172,9 @@ async fn main() {
         program_id: Keypair::new().pubkey(),
     };
     println!(
-        "{:<6} {:>10} {:>6} {:>6} {:>9} {:>9} {:>7} {:>12} {:>9} {:>7} {:>6}",
+        "{:<6} {:<6} {:>10} {:>6} {:>6} {:>9} {:>9} {:>7} {:>12} {:>9} {:>7} {:>6}",
         "send",
+        "format",
         "bytes",
         "tx",
         "seal",
@@ -177,7 +186,10 @@ async fn main() {
         "tx/s",
         "ratio"
     );
-    for sender in [Sender::Rpc, Sender::Tpu] {
+    for (sender, tx_version) in senders
+        .into_iter()
+        .flat_map(|s| [(s, TxVersion::Legacy), (s, TxVersion::V1)])
+    {
         let authority = Keypair::new();
         node.reset(&authority.pubkey()).await;
         let mut transport = RpcTransport::with_program_id(
@@ -189,10 +201,19 @@ async fn main() {
             transport = transport.with_tpu(&node.websocket()).await.unwrap();
         }
         let recording = Faulty::new(&transport, Fault::None, 0);
+        let options = Options {
+            tx_version,
+            ..Options::default()
+        };
         let report =
-            curta_client::publish(&recording, &authority, &artifact, true, &Options::default())
-                .await
-                .unwrap();
+            match curta_client::publish(&recording, &authority, &artifact, true, &options).await {
+                Ok(report) => report,
+                Err(e) if tx_version == TxVersion::V1 => {
+                    println!("{:<6} v1     not run: {e}", sender.name());
+                    continue;
+                }
+                Err(e) => panic!("publish: {e}"),
+            };
         assert_eq!(report.state.to_string(), "Sealed");
         let messages = recording.landed_messages();
         assert_eq!(messages.len() as u64, report.transactions());
@@ -215,8 +236,9 @@ async fn main() {
         let bare = bare_loop(&rpc, tpu.as_ref(), &node.program_id, &messages, &authority).await;
         let seconds = report.seconds;
         println!(
-            "{:<6} {:>10} {:>6} {:>6} {:>9.1} {:>9.0} {:>7.0} {:>12} {:>9.1} {:>7.0} {:>6.2}",
+            "{:<6} {:<6} {:>10} {:>6} {:>6} {:>9.1} {:>9.0} {:>7.0} {:>12} {:>9.1} {:>7.0} {:>6.2}",
             sender.name(),
+            report.format.to_string(),
             report.artifact_bytes,
             report.transactions(),
             report.tally.seal,

@@ -277,6 +277,8 @@ struct RawModel {
     running: [u8; 32],
     cursor: u32,
     total_chunks: u32,
+    /// The creation id every Seal names (the slot of the CreateModel that made the model).
+    creation: u64,
     weights: Vec<Pubkey>,
 }
 
@@ -294,6 +296,7 @@ fn raw_model(validator: &Validator, address: &Pubkey) -> RawModel {
         running: data[80..112].try_into().unwrap(),
         cursor: u32_at(112),
         total_chunks: u32_at(116),
+        creation: u64::from_le_bytes(data[152..160].try_into().unwrap()),
         weights: (0..sections)
             .map(|i| Pubkey::try_from(&data[232 + 32 * i..264 + 32 * i]).unwrap())
             .collect(),
@@ -625,7 +628,17 @@ async fn expired_blockhashes_are_signed_again_and_replays_are_harmless() {
         custom_error(send(&run, &[write])),
         CurtaError::SectionFrozen as u32
     );
-    let seal = curta_interface::instruction::seal(&program, &model, &raw.weights[0], 0, 0, 1);
+    // Chunk 1 of the last pass, naming the model's creation id (a Seal naming another is
+    // StaleCreation before anything else).
+    let sealed_raw = raw_model(&run.validator, &model);
+    let seal = curta_interface::instruction::seal(
+        &program,
+        &model,
+        &raw.weights[0],
+        sealed_raw.creation,
+        sealed_raw.pass,
+        1,
+    );
     assert_eq!(
         custom_error(send(&run, &[seal])),
         CurtaError::ModelSealed as u32
