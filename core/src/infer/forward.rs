@@ -336,12 +336,8 @@ pub fn write_rows(
 }
 
 /// Rows `rows` of `m` times `input` into `out` (word 0 is row `rows.start`'s), by the kernels
-/// of the input's path. In WebAssembly a function of its own: V8 runs a module's functions in
-/// its baseline compiler first and tiers a hot one up for its next call, so the loop a run
-/// spends its time in must be called often (every matrix stage), not inlined into the one call
-/// of a token.
+/// of the input's path.
 #[cfg(not(target_os = "solana"))]
-#[cfg_attr(target_arch = "wasm32", inline(never))]
 fn rows_to(m: &Rows, rows: core::ops::Range<usize>, input: &Input, out: &mut [u8], write: Write) {
     // SAFETY: with_path picks a set the CPU runs.
     with_path!(input.path, K => rows_with::<K>(m, rows, input, out, write))
@@ -526,7 +522,6 @@ pub fn attention_head(
 /// [`attention_head`] by the kernels of `path` (a path this machine runs), from header byte 68
 /// (`inv_sqrt`) and the exponential table.
 #[cfg(not(target_os = "solana"))]
-#[cfg_attr(target_arch = "wasm32", inline(never))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn attention_head_on(
     path: Path,

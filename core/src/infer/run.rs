@@ -606,11 +606,8 @@ impl<'s> Run<'s> {
 
     /// Items `range` of `stage` at `pos`; `Some(n)` when the stage ended after the first `n`
     /// of them (the draw reached its token). Inlined into its one caller: on SBF a
-    /// call may pass at most five arguments in registers and return no aggregate. In
-    /// WebAssembly a function of its own, called for every stage, so that V8 tiers it up
-    /// during a run's first token (see `forward::rows_to`).
-    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
-    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    /// call may pass at most five arguments in registers and return no aggregate.
+    #[inline(always)]
     fn items(
         &mut self,
         model: &Model,
