@@ -8,7 +8,8 @@
 //! (`scripts/local-validator install`); it starts and resets the validator itself through
 //! `scripts/local-validator` (port `CURTA_RPC_PORT`, ledger target/bench-ledger).
 //!
-//! cargo run --release -p curta-client --example bench_runs [-- TOKENS]  (default 64)
+//! cargo run --release -p curta-client --example bench_runs [-- TOKENS | seal]  (default 64;
+//! `seal`: the seal's figures only)
 
 mod support;
 
@@ -178,7 +179,30 @@ async fn measure_run(
 /// without sealing, then sealed with `in_flight` seals at most (None: the client's window). The
 /// command reads the model's accounts (16.5 MB) before and after its seals, so this is an upper
 /// bound of the time from the last write to Sealed.
-async fn measure_seal(node: &Node, artifact: &[u8], in_flight: Option<usize>) -> (f64, u64) {
+/// The slot of the newest transaction in `address`'s history (confirmed).
+async fn newest_slot(rpc: &RpcClient, address: &Pubkey) -> u64 {
+    let config = GetConfirmedSignaturesForAddress2Config {
+        before: None,
+        until: None,
+        limit: Some(1),
+        commitment: Some(CommitmentConfig::confirmed()),
+    };
+    rpc.get_signatures_for_address_with_config(address, config)
+        .await
+        .unwrap()[0]
+        .slot
+}
+
+/// What [`measure_seal`] measured.
+struct Sealing {
+    /// The seal command's seconds.
+    seconds: f64,
+    seals: u64,
+    /// Slots from the one of the last Write to the one of the Seal that made the model Sealed.
+    slots: u64,
+}
+
+async fn measure_seal(node: &Node, artifact: &[u8], in_flight: Option<usize>) -> Sealing {
     let authority = &Keypair::new();
     node.fund(&authority.pubkey()).await;
     let transport = node.transport();
@@ -186,6 +210,18 @@ async fn measure_seal(node: &Node, artifact: &[u8], in_flight: Option<usize>) ->
         curta_client::publish(&transport, authority, artifact, false, &Options::default())
             .await
             .unwrap();
+    // The last Write: the newest transaction of any weight account before the seals start.
+    let rpc = node.rpc();
+    let mut last_write = 0;
+    for section in 0..publish.sections {
+        let weight = curta_interface::state::weight_address(
+            &node.program_id,
+            &authority.pubkey(),
+            &publish.model,
+            section as u8,
+        );
+        last_write = last_write.max(newest_slot(&rpc, &weight).await);
+    }
     let options = Options {
         max_in_flight: in_flight,
         ..Options::default()
@@ -196,13 +232,20 @@ async fn measure_seal(node: &Node, artifact: &[u8], in_flight: Option<usize>) ->
         .unwrap();
     assert_eq!(sealed.state.to_string(), "Sealed");
     let seconds = started.elapsed().as_secs_f64();
-    (seconds, sealed.tally.seal)
+    Sealing {
+        seconds,
+        seals: sealed.tally.seal,
+        slots: newest_slot(&rpc, &publish.model).await - last_write,
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    // `seal`: the seal's figures only.
+    let seal_only = std::env::args().nth(1).as_deref() == Some("seal");
     let tokens: u32 = std::env::args()
         .nth(1)
+        .filter(|_| !seal_only)
         .map_or(64, |t| t.parse().expect("TOKENS: a number"));
     let port: u16 = std::env::var("CURTA_RPC_PORT")
         .ok()
@@ -242,7 +285,12 @@ async fn main() {
         "use"
     );
     let stories15m = model("stories15M");
-    for name in ["stories260K", "stories15M"] {
+    let models: &[&str] = if seal_only {
+        &[]
+    } else {
+        &["stories260K", "stories15M"]
+    };
+    for &name in models {
         let artifact = if name == "stories15M" {
             stories15m.clone()
         } else {
@@ -289,14 +337,19 @@ async fn main() {
     }
 
     println!(
-        "\n{:<12} {:<11} {:>6} {:>14}",
-        "model", "seals", "chunks", "client seal s"
+        "\n{:<12} {:<11} {:>6} {:>14} {:>26}",
+        "model", "seals", "chunks", "client seal s", "last write→Sealed slots, s"
     );
     for (mode, in_flight) in [("one a time", Some(1)), ("in flight", None)] {
-        let (seconds, seals) = measure_seal(&node, &stories15m, in_flight).await;
+        let m = measure_seal(&node, &stories15m, in_flight).await;
         println!(
-            "{:<12} {:<11} {:>6} {:>14.1}",
-            "stories15M", mode, seals, seconds
+            "{:<12} {:<11} {:>6} {:>14.1} {:>19} {:>6.1}",
+            "stories15M",
+            mode,
+            m.seals,
+            m.seconds,
+            m.slots,
+            m.slots as f64 * slot
         );
     }
     node.script("stop");
