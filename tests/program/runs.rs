@@ -840,20 +840,36 @@ async fn attacks_on_a_run_are_refused_without_effect() {
         custom(CurtaError::WeightAddressMismatch),
     )
     .await;
-    // Section zero first, then the others in section order, each at most once: sections
-    // swapped, section zero twice, section one without section zero.
+    // Section zero's account first, then the model's accounts of later sections in section
+    // order, each at most once: sections swapped, section zero twice, section one without
+    // section zero, section zero then another model's section one.
     let w = &p.weights;
-    for wrong in [vec![w[1], w[0]], vec![w[0], w[0]], vec![w[1]]] {
+    for wrong in [
+        vec![w[1], w[0]],
+        vec![w[0], w[0]],
+        vec![w[1]],
+        vec![w[0], other.weights[1]],
+    ] {
         refused_unchanged(
             &mut bank,
             &r.run,
             step(&p.model, &wrong, 0, 500_000),
             &[],
             1,
-            custom(CurtaError::WrongSection),
+            custom(CurtaError::WeightAddressMismatch),
         )
         .await;
     }
+    // The run account itself as a weight account: refused before its data is read as one.
+    refused_unchanged(
+        &mut bank,
+        &r.run,
+        step(&p.model, &[w[0], r.run], 0, 500_000),
+        &[],
+        1,
+        custom(CurtaError::WeightAddressMismatch),
+    )
+    .await;
     // No weight account, or more than the model's sections.
     let too_many = [w.clone(), vec![w[1]]].concat();
     for wrong in [vec![], too_many] {

@@ -66,24 +66,24 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
     if weight_infos.is_empty() || weight_infos.len() > count {
         return Err(CurtaError::WrongAccountCount.into());
     }
-    // Section zero, then any of the others in section order: the step's items stop before
-    // the first one that reads a section it does not carry.
+    // Section zero's account, then the model's accounts of any later sections in section
+    // order: the step's items stop before the first one that reads a section it does not
+    // carry. Each account is found among the model's recorded addresses before its data is
+    // read (the run, borrowed mutably above, is never one of them).
     let mut sections = [&[][..]; MAX_SECTIONS];
     let mut lowest = 0;
     for info in weight_infos {
+        let mut candidates = if lowest == 0 { 0..1 } else { lowest..count };
+        let Some(section) =
+            candidates.find(|&s| same_address(info.key(), weight_account(model_data, s)))
+        else {
+            return Err(CurtaError::WeightAddressMismatch.into());
+        };
         owned(info, program_id)?;
-        // SAFETY: read-only for the whole instruction; once its address is checked below it
-        // is the model's recorded weight account, neither the run (borrowed mutably) nor the
-        // model, and no account is used before that check.
+        // SAFETY: read-only for the whole instruction; the address is the model's recorded
+        // weight account, so it is neither the run (borrowed mutably) nor the model.
         let bytes = unsafe { info.borrow_data_unchecked() };
         let header = WeightFields::parse(bytes)?;
-        let section = header.section as usize;
-        if section >= count || section < lowest || (lowest == 0 && section != 0) {
-            return Err(CurtaError::WrongSection.into());
-        }
-        if !same_address(info.key(), weight_account(model_data, section)) {
-            return Err(CurtaError::WeightAddressMismatch.into());
-        }
         header.belongs_to(
             model_info.key(),
             section,
