@@ -13,23 +13,14 @@ use curta_core::infer::Settings;
 use curta_program::run::{run_len, SeedSource};
 use curta_program::state::{model_bytes, MAX_MODEL_BYTES};
 
-/// The shape, context 128.
-const LARGE: curta_core::Config = curta_core::Config {
-    dim: 512,
-    hidden_dim: 2048,
-    layers: 14,
-    heads: 8,
-    kv_heads: 8,
-    vocab_size: 8192,
-    context_length: 128,
-};
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_too_large_for_one_step_runs_on_chain_as_client_run() {
     use curta_core::convert::synth;
-    let checkpoint = synth::checkpoint(&LARGE, true, 29);
+    // The shape, context 128.
+    let large = curta_tests::large_shape(128);
+    let checkpoint = synth::checkpoint(&large, true, 29);
     let artifact =
-        curta_core::convert::convert(&checkpoint, &synth::tokenizer(LARGE.vocab_size, 29)).unwrap();
+        curta_core::convert::convert(&checkpoint, &synth::tokenizer(large.vocab_size, 29)).unwrap();
     drop(checkpoint);
     let sections = curta_tests::split_sections(&artifact);
     assert_eq!(sections.len(), 16);
@@ -38,7 +29,7 @@ async fn a_model_too_large_for_one_step_runs_on_chain_as_client_run() {
     assert!(model_len <= MAX_MODEL_BYTES, "CreateModel accepts it");
     let steps = 2;
     assert!(
-        model_len + run_len(&LARGE, steps) > MAX_MODEL_BYTES,
+        model_len + run_len(&large, steps) > MAX_MODEL_BYTES,
         "a step carrying every section could not load"
     );
 
@@ -50,7 +41,7 @@ async fn a_model_too_large_for_one_step_runs_on_chain_as_client_run() {
         &bank.program_id(),
         &authority.pubkey(),
         hash,
-        LARGE,
+        large,
         sections,
         curta_tests::client::rent,
     );

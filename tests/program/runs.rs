@@ -842,57 +842,38 @@ async fn attacks_on_a_run_are_refused_without_effect() {
     .await;
     // Section zero's account first, then the model's accounts of later sections in section
     // order, each at most once: sections swapped, section zero twice, section one without
-    // section zero, section zero then another model's section one.
+    // section zero, section zero then another model's section one, the run account itself
+    // (refused before its data is read as a weight account); no weight account, or more than
+    // the model's sections; section zero alone, where the run's next item (the embedding)
+    // reads section one.
     let w = &p.weights;
-    for wrong in [
-        vec![w[1], w[0]],
-        vec![w[0], w[0]],
-        vec![w[1]],
-        vec![w[0], other.weights[1]],
-    ] {
+    let cases = [
+        (vec![w[1], w[0]], CurtaError::WeightAddressMismatch),
+        (vec![w[0], w[0]], CurtaError::WeightAddressMismatch),
+        (vec![w[1]], CurtaError::WeightAddressMismatch),
+        (
+            vec![w[0], other.weights[1]],
+            CurtaError::WeightAddressMismatch,
+        ),
+        (vec![w[0], r.run], CurtaError::WeightAddressMismatch),
+        (vec![], CurtaError::WrongAccountCount),
+        (
+            [w.clone(), vec![w[1]]].concat(),
+            CurtaError::WrongAccountCount,
+        ),
+        (vec![w[0]], CurtaError::SectionNotLoaded),
+    ];
+    for (wrong, error) in cases {
         refused_unchanged(
             &mut bank,
             &r.run,
             step(&p.model, &wrong, 0, 500_000),
             &[],
             1,
-            custom(CurtaError::WeightAddressMismatch),
+            custom(error),
         )
         .await;
     }
-    // The run account itself as a weight account: refused before its data is read as one.
-    refused_unchanged(
-        &mut bank,
-        &r.run,
-        step(&p.model, &[w[0], r.run], 0, 500_000),
-        &[],
-        1,
-        custom(CurtaError::WeightAddressMismatch),
-    )
-    .await;
-    // No weight account, or more than the model's sections.
-    let too_many = [w.clone(), vec![w[1]]].concat();
-    for wrong in [vec![], too_many] {
-        refused_unchanged(
-            &mut bank,
-            &r.run,
-            step(&p.model, &wrong, 0, 500_000),
-            &[],
-            1,
-            custom(CurtaError::WrongAccountCount),
-        )
-        .await;
-    }
-    // Section zero alone: the run's next item (the embedding) reads section one.
-    refused_unchanged(
-        &mut bank,
-        &r.run,
-        step(&p.model, &w[..1], 0, 500_000),
-        &[],
-        1,
-        custom(CurtaError::SectionNotLoaded),
-    )
-    .await;
     // The run with another model (unsealed, then a model the run is not of).
     refused_unchanged(
         &mut bank,

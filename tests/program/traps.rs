@@ -189,18 +189,9 @@ async fn tables_and_scales_at_their_extremes_seal_and_their_runs_end() {
     }
 }
 
-/// The shape: dimension 512, hidden 2,048, 14 layers, 8 heads, vocabulary 8,192 (16
-/// sections), with the given context.
+/// The shape (`curta_tests::large_shape`) with the given context.
 fn large(context: u32) -> Config {
-    Config {
-        dim: 512,
-        hidden_dim: 2048,
-        layers: 14,
-        heads: 8,
-        kv_heads: 8,
-        vocab_size: 8192,
-        context_length: context,
-    }
+    curta_tests::large_shape(context)
 }
 
 /// Section lengths of `large`, by hand: section one the embedding (tied), 8,192 rows of 520

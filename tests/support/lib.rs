@@ -70,6 +70,21 @@ pub const SMALL_32K: curta_core::Config = curta_core::Config {
     context_length: 256,
 };
 
+/// The largest model of dimension 512 and hidden dimension 2,048 that CreateModel accepts
+/// (issues 26 and 29): 14 layers, 8 heads, vocabulary 8,192 (16 sections, 64.1 MB of accounts
+/// with a converter-sized section zero), with the given context.
+pub fn large_shape(context_length: u32) -> curta_core::Config {
+    curta_core::Config {
+        dim: 512,
+        hidden_dim: 2048,
+        layers: 14,
+        heads: 8,
+        kv_heads: 8,
+        vocab_size: 8192,
+        context_length,
+    }
+}
+
 /// [`SMALL_32K`] with the real 32,000-token tokenizer of llama2.c
 /// (models/tokenizer.bin, which merges much; context 256: room for a 733-byte English prompt's
 /// tokens and a few more), converted once per test binary.
