@@ -388,14 +388,18 @@ impl Context<'_> {
     /// A step that reads the sections `reads` (bit s for section s; section zero always) and
     /// also carries those of `near` that fit.
     fn step_item(&self, ticket: u32, reads: u32, near: u32) -> Item {
-        let (weights, _) = self.step_weights(reads, near);
+        self.step_carrying(ticket, &self.step_weights(reads, near).0)
+    }
+
+    /// A step carrying `weights`.
+    fn step_carrying(&self, ticket: u32, weights: &[Pubkey]) -> Item {
         Item::model(
             Kind::Step,
             vec![ix::step(
                 &self.program,
                 &self.p.address,
                 &self.model,
-                &weights,
+                weights,
                 ticket,
                 self.request.budget,
             )],
@@ -450,8 +454,9 @@ impl Context<'_> {
             let near = around.fold(0, |all, r| all | r);
             let ticket = self.p.tickets.get().wrapping_add(1);
             self.p.tickets.set(ticket);
-            items.push(self.step_item(ticket, step, near));
-            if !self.step_weights(step, 0).1 {
+            let (weights, complete) = self.step_weights(step, near);
+            items.push(self.step_carrying(ticket, &weights));
+            if !complete {
                 break;
             }
         }
@@ -853,8 +858,9 @@ async fn draw<T: Transport>(
         }
         engine.transport().pass_slot(header.start_slot).await?;
         // What the first step reads does not depend on the seed it draws.
-        let reads = steps_ahead(model, &header.state, ctx.request.budget)?;
-        let failures = engine.run(ctx.next_steps(&reads[..1], 0), 1, false).await?;
+        let reads = steps_ahead(model, &header.state, ctx.request.budget, 1)?;
+        let first = reads.first().copied().unwrap_or(0);
+        let failures = engine.run(ctx.next_steps(&[first], 0), 1, false).await?;
         match failures.first() {
             None => sent += 1,
             Some(failure) if curta_error(&failure.error) == Some(CurtaError::SeedNotReady) => {}
@@ -929,7 +935,7 @@ async fn drive<T: Transport>(
         if point(&header.state).0 {
             return Ok(driven);
         }
-        let mut reads = steps_ahead(model, &header.state, ctx.request.budget)?;
+        let mut reads = steps_ahead(model, &header.state, ctx.request.budget, usize::MAX)?;
         if reads.is_empty() {
             reads.push(0);
         }

@@ -77,19 +77,24 @@ pub fn plan(
 
 /// Steps of `budget` that take the run in `state` to its end (0 for an ended run).
 pub fn steps_left(model: &Model, state: &[u8], budget: u32) -> Result<u32, RunError> {
-    Ok(steps_ahead(model, state, budget)?.len() as u32)
+    Ok(steps_ahead(model, state, budget, usize::MAX)?.len() as u32)
 }
 
-/// The steps of `budget` that take the run in `state` to its end, in order, each as the
-/// sections besides zero its items read (bit s for section s): the weight accounts that step
-/// must carry where it cannot carry them all.
-pub fn steps_ahead(model: &Model, state: &[u8], budget: u32) -> Result<Vec<u32>, RunError> {
+/// The steps of `budget` that take the run in `state` to its end (the first `most` of them),
+/// in order, each as the sections besides zero its items read (bit s for section s): the
+/// weight accounts that step must carry where it cannot carry them all.
+pub fn steps_ahead(
+    model: &Model,
+    state: &[u8],
+    budget: u32,
+    most: usize,
+) -> Result<Vec<u32>, RunError> {
     let mut state = state.to_vec();
     let temperature = u32_at(&state, field::TEMPERATURE);
     let mut steps = Vec::new();
     loop {
         let mut run = Run::resume(&mut state, model)?;
-        if run.status() != Status::Running {
+        if run.status() != Status::Running || steps.len() == most {
             return Ok(steps);
         }
         let mut reads = 0;
