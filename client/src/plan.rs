@@ -234,56 +234,42 @@ fn weight_creation(
     }
 }
 
-/// Seal items from the model's cursor to the end of its section (chunk 0 alone), for the
-/// model of program `program`.
+/// Seal items from the model's cursor to the last chunk (chunk 0 alone), for the model of
+/// program `program`.
 pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Item> {
-    // The seals of the cursor's section: they may land in any order (each hashes the chunk at
-    // the cursor); the next section's wait until this one is hashed. Chunk 0 goes alone.
-    let end = match model.seal_cursor {
-        0 => 1,
-        cursor => section_end(model, cursor),
-    };
-    (model.seal_cursor..end)
-        .map(|chunk| {
-            let (section, _) = model.locate_chunk(chunk).unwrap_or((0, 0));
-            Item {
-                kind: Kind::Seal,
-                instructions: vec![if chunk == 0 {
-                    // Starting a pass is the authority's call; anyone may crank the rest.
-                    ix::start_seal(
-                        program,
-                        model_address,
-                        &model.weights()[section],
-                        &model.authority,
-                        model.creation,
-                        model.seal_pass,
-                    )
-                } else {
-                    ix::seal(
-                        program,
-                        model_address,
-                        &model.weights()[section],
-                        model.creation,
-                        model.seal_pass,
-                        chunk,
-                    )
-                }],
-                subject: Subject::Chunk(chunk),
-            }
+    if model.seal_cursor == 0 {
+        // Starting a pass is the authority's call; it goes alone, and the cranks follow once
+        // it landed (a crank before it is refused).
+        return vec![Item {
+            kind: Kind::Seal,
+            instructions: vec![ix::start_seal(
+                program,
+                model_address,
+                &model.weights()[0],
+                &model.authority,
+                model.creation,
+                model.seal_pass,
+            )],
+            subject: Subject::Chunk(0),
+        }];
+    }
+    // Every later chunk at once: each seal carries every section's weight account and hashes
+    // the chunk at the cursor whichever section it is in, so they land in any order. (A model
+    // CreateModel accepts fits one transaction's loaded data with all its accounts.)
+    (model.seal_cursor..model.total_chunks)
+        .map(|chunk| Item {
+            kind: Kind::Seal,
+            instructions: vec![ix::seal_every_section(
+                program,
+                model_address,
+                model.weights(),
+                model.creation,
+                model.seal_pass,
+                chunk,
+            )],
+            subject: Subject::Chunk(chunk),
         })
         .collect()
-}
-
-/// The index past the last chunk of the section that chunk `cursor` is in.
-fn section_end(model: &Model, cursor: u32) -> u32 {
-    let mut end = 0;
-    for &length in model.sections() {
-        end += curta_core::chunk_count(length as u64) as u32;
-        if cursor < end {
-            return end;
-        }
-    }
-    model.total_chunks
 }
 
 /// The Reopen of the model: every weight account, in section order.

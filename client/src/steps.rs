@@ -404,10 +404,10 @@ pub(crate) fn refuse_mismatch(model_address: &Pubkey, model: &Model) -> Result<(
     }
 }
 
-/// Sends Seal transactions from the on-chain cursor until the model is Sealed, a section per
-/// round: the seals of a section are in flight together and land in any order; re-plans from
-/// the cursor after each round (and whenever a seal was refused: a stranger's crank may have
-/// moved the cursor into the next section).
+/// Sends Seal transactions from the on-chain cursor until the model is Sealed: chunk 0 alone
+/// (the start of a pass), then every later chunk in one round, each seal carrying every
+/// section's weight account, in flight together and landing in any order; re-plans from the
+/// cursor after each round (a seal dropped, or a pass that moved on).
 pub(crate) async fn seal_rounds<T: Transport>(
     engine: &mut Engine<'_, T>,
     model_address: &Pubkey,

@@ -1068,11 +1068,22 @@ async fn only_the_authority_starts_a_seal_pass() {
             .await
             .unwrap();
         assert_eq!(bank.model(&p.model).await.state, ModelState::Sealing);
-        // A later chunk takes exactly two accounts, even with the authority signing.
+        // A later chunk takes the model and one weight account, or the model and every
+        // section's (two here), even with the authority signing: the authority as a third
+        // account is read as section 1's weight account, the cursor's, and refused (not
+        // writable, and not the program's); a fourth account is one too many.
         let mut with_authority = seal(&p, 1, pass, 1);
         with_authority
             .accounts
             .push(AccountMeta::new_readonly(a.pubkey(), true));
+        bank.refused(&[with_authority.clone()], &[&a], 0, err(NotWritable), &w)
+            .await;
+        with_authority.accounts[2].is_writable = true;
+        bank.refused(&[with_authority.clone()], &[&a], 0, err(WrongOwner), &w)
+            .await;
+        with_authority
+            .accounts
+            .push(AccountMeta::new(p.weights[1], false));
         bank.refused(&[with_authority], &[&a], 0, err(WrongAccountCount), &w)
             .await;
         // Mallory, sole signer and fee payer, cranks the next chunk.

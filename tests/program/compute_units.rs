@@ -146,7 +146,16 @@ async fn compute_units_of_every_instruction() {
             &[],
         )
         .await;
-    bank.send(&[seal(2)], &[]).await.unwrap();
+    let every =
+        |chunk| ix::seal_every_section(&PROGRAM, &p.model, &p.weights, p.creation, 0, chunk);
+    let full_every_2 = table
+        .measure(
+            &mut bank,
+            "Seal of a full chunk carrying every section (2 sections)",
+            &[every(2)],
+            &[],
+        )
+        .await;
     bank.send(&[seal(3)], &[]).await.unwrap();
     let last = table
         .measure(
@@ -161,7 +170,7 @@ async fn compute_units_of_every_instruction() {
     // Reopen and Close of 2 and of 18 sections, every weight account initialized, Sealing.
     let q = written(&mut bank, tiny_sections(70_000, 4)).await;
     let r = written(&mut bank, eighteen_sections()).await;
-    let mut chunk0_18 = 0;
+    let (mut chunk0_18, mut full_every_18, mut full_every_18_late, mut full_late) = (0, 0, 0, 0);
     let (mut reopen, mut close) = (vec![], vec![]);
     for (m, n) in [(&q, 2), (&r, 18)] {
         let start = |pass| {
@@ -184,6 +193,59 @@ async fn compute_units_of_every_instruction() {
             .await;
         if n == 18 {
             chunk0_18 = units;
+            // Every chunk before section two's first (a full one) is sealed, that one is
+            // measured with the 18 weight accounts carried; then likewise section 16's first
+            // with every account and section 17's first with its own: the cursor's section
+            // is found by a walk over the sections before it, so the last sections' chunks
+            // cost the most, in either form.
+            let chunks = m.chunks();
+            let first_of = |section: usize| {
+                let at = chunks
+                    .iter()
+                    .position(|&(s, c)| (s, c) == (section, 0))
+                    .unwrap();
+                assert!(m.sections[section].len() >= 65_536, "section {section}");
+                at as u32
+            };
+            let every = |chunk| {
+                ix::seal_every_section(&PROGRAM, &m.model, &m.weights, m.creation, 0, chunk)
+            };
+            let one = |chunk: u32| {
+                let (s, _) = chunks[chunk as usize];
+                ix::seal(&PROGRAM, &m.model, &m.weights[s], m.creation, 0, chunk)
+            };
+            let cases = [
+                (
+                    2,
+                    "Seal of a full chunk carrying every section (18 sections, section 2)",
+                    true,
+                ),
+                (
+                    16,
+                    "Seal of a full chunk carrying every section (18 sections, section 16)",
+                    true,
+                ),
+                (
+                    17,
+                    "Seal of a full chunk of section 17 (18 sections)",
+                    false,
+                ),
+            ];
+            let mut units = [0u64; 3];
+            for (i, (section, name, carrying_every)) in cases.into_iter().enumerate() {
+                let chunk = first_of(section);
+                while bank.model(&m.model).await.seal_cursor < chunk {
+                    let cursor = bank.model(&m.model).await.seal_cursor;
+                    bank.send(&[one(cursor)], &[]).await.unwrap();
+                }
+                let ix = if carrying_every {
+                    every(chunk)
+                } else {
+                    one(chunk)
+                };
+                units[i] = table.measure(&mut bank, name, &[ix], &[]).await;
+            }
+            [full_every_18, full_every_18_late, full_late] = units;
         }
         let reopen_ix = ix::reopen(&PROGRAM, &m.model, &m.authority, &m.weights);
         reopen.push(
@@ -243,6 +305,30 @@ async fn compute_units_of_every_instruction() {
     assert!(write <= 250, "Write: {write}");
     assert!(close[1] < 200_000, "Close of 18: {}", close[1]);
     assert!((32_869..=33_300).contains(&full), "full-chunk Seal: {full}");
+    // The cursor's section is recorded in the model (bytes 148 and 150), not found by a walk:
+    // the same in every section (33,464 for section 17 of 18 before, a walk of 9 a section).
+    assert!(
+        (32_869..=33_300).contains(&full_late),
+        "section 17: {full_late}"
+    );
+    assert!(
+        full_late <= full + 5,
+        "section 17: {full_late}, section 1: {full}"
+    );
+    // Carrying every section costs the entrypoint's walk over the accounts, about 8 units an
+    // account: at most 33,300 up to 11 sections (stories15M has 8), 33,364 at 18.
+    assert!((32_869..=33_300).contains(&full_every_2), "{full_every_2}");
+    assert_eq!(
+        full_every_18, full_every_18_late,
+        "every section, section 2 and 16"
+    );
+    let per_account = (full_every_18 - full_every_2) as f64 / 16.0;
+    assert!(per_account <= 9.0, "{per_account} units an account carried");
+    assert!(full_every_2 as f64 + 8.0 * per_account <= 33_300.0);
+    assert!(
+        full_every_18 <= 33_370,
+        "every section of 18: {full_every_18}"
+    );
     assert!(chunk0_tiny <= 24_500, "chunk 0, 2 sections: {chunk0_tiny}");
     // 99,129 with curta-core's Metadata::parse_declared (and a shorter first chunk); 45,972
     // before the descriptors were compared as whole words, 42,820 before issue 21's second
@@ -254,11 +340,18 @@ async fn compute_units_of_every_instruction() {
 
     // The client's limits cover what they are the limit of.
     assert!(fixed_limit(Kind::Write) as u64 >= write);
-    for seal in [full, last, chunk0_tiny, chunk0_18] {
+    for seal in [
+        full,
+        last,
+        chunk0_tiny,
+        chunk0_18,
+        full_every_2,
+        full_every_18,
+    ] {
         assert!(fixed_limit(Kind::Seal) as u64 >= seal, "seal {seal}");
     }
     // Every Seal after the first gets at least SEAL_CHUNK_LIMIT.
-    assert!(curta_client::engine::SEAL_CHUNK_LIMIT as u64 >= full.max(last));
+    assert!(curta_client::engine::SEAL_CHUNK_LIMIT as u64 >= full.max(last).max(full_every_18));
     assert!(fixed_limit(Kind::Create) as u64 >= create_model + create_init);
     for units in reopen {
         assert!(fixed_limit(Kind::Reopen) as u64 >= units, "reopen {units}");

@@ -74,7 +74,11 @@ async fn raw_account_bytes() {
     );
     let config: Vec<u32> = (0..7).map(|i| u32_at(&d, 120 + 4 * i)).collect();
     assert_eq!(config, curta_tests::TINY_CONFIG);
-    assert!(d[148..152].iter().all(|&b| b == 0));
+    // Bytes 148-151: the first chunk (u16) and index (u8) of the cursor's section, then zero.
+    let zero_chunks = p.sections[0].len().div_ceil(65_536) as u16;
+    let (first, section) = if zero_chunks == 1 { (1, 1) } else { (0, 0) };
+    assert_eq!(u16::from_le_bytes([d[148], d[149]]), first);
+    assert_eq!((d[150], d[151]), (section, 0));
     assert_eq!(
         u64::from_le_bytes(d[152..160].try_into().unwrap()),
         p.creation

@@ -351,6 +351,128 @@ async fn seals_of_a_section_land_in_any_order() {
     );
 }
 
+/// Seals carrying every section's weight account: the whole pass in flight at once (the
+/// shuffled seals of all 18 sections, half by another fee payer, with three extra cranks)
+/// crosses every section boundary and reaches the independent SHA-256 chain; exactly the
+/// chunks after 0 land, the extra cranks are refused once the model is Sealed. Before that,
+/// the form's own refusals change nothing.
+#[tokio::test]
+async fn seals_carrying_every_section_land_in_any_order() {
+    let mut bank = Bank::start().await;
+    let p = planted(&mut bank, crate::fixtures::eighteen_sections()).await;
+    let total = p.chunks().len() as u32;
+    let every = |weights: &[solana_pubkey::Pubkey], chunk: u32| {
+        ix::seal_every_section(&PROGRAM, &p.model, weights, p.creation, 0, chunk)
+    };
+    let mut watch = p.weights.clone();
+    watch.push(p.model);
+    let err = |e| TransactionError::InstructionError(0, custom(e));
+
+    // Before the pass begins (the model Open).
+    assert_eq!(
+        bank.send(&[every(&p.weights, 1)], &[]).await,
+        Err(err(CurtaError::WrongState))
+    );
+    seal_chunk(&mut bank, &p, 0, 0).await.unwrap();
+    let cursor = bank.model(&p.model).await.seal_cursor;
+    // One weight account short; the first two swapped (the cursor's section, 0 or 1, then
+    // holds another section's account); a chunk number past the model.
+    let refusals = [
+        (p.weights[..17].to_vec(), 1, CurtaError::WrongAccountCount),
+        (
+            {
+                let mut w = p.weights.clone();
+                w.swap(0, 1);
+                w
+            },
+            1,
+            CurtaError::WrongSection,
+        ),
+        (p.weights.clone(), total, CurtaError::UnexpectedChunk),
+    ];
+    for (weights, chunk, expected) in refusals {
+        let before = bank.snapshot(&watch).await;
+        assert_eq!(
+            bank.send(&[every(&weights, chunk)], &[]).await,
+            Err(err(expected))
+        );
+        assert_eq!(
+            bank.snapshot(&watch).await,
+            before,
+            "{expected:?} changed an account"
+        );
+    }
+    assert_eq!(bank.model(&p.model).await.seal_cursor, cursor);
+
+    // Two other fee payers: the second sends the extra cranks, so that no two transactions
+    // are the same bytes.
+    let (other, third) = (Keypair::new(), Keypair::new());
+    for payer in [&other, &third] {
+        bank.send(
+            &[solana_system_interface::instruction::transfer(
+                &bank.ctx.payer.pubkey(),
+                &payer.pubkey(),
+                1_000_000_000,
+            )],
+            &[],
+        )
+        .await
+        .unwrap();
+    }
+    bank.ctx.last_blockhash = bank.ctx.banks_client.get_latest_blockhash().await.unwrap();
+    // Every chunk number after the cursor, shuffled, and three more by the third payer.
+    let mut tickets: Vec<(u32, bool)> = (cursor..total).map(|c| (c, false)).collect();
+    tickets.extend([(1, true), (total / 2, true), (total - 1, true)]);
+    Rng(18).shuffle(&mut tickets);
+    let txs: Vec<Transaction> = tickets
+        .iter()
+        .enumerate()
+        .map(|(i, &(chunk, extra))| {
+            let payer = match (extra, i % 2) {
+                (true, _) => &third,
+                (false, 1) => &other,
+                _ => &bank.ctx.payer,
+            };
+            let limit =
+                solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_limit(
+                    60_000,
+                );
+            Transaction::new_signed_with_payer(
+                &[limit, every(&p.weights, chunk)],
+                Some(&payer.pubkey()),
+                &[payer],
+                bank.ctx.last_blockhash,
+            )
+        })
+        .collect();
+    let client = bank.ctx.banks_client.clone();
+    let results = futures::future::join_all(txs.into_iter().map(|tx| {
+        let client = client.clone();
+        async move { client.process_transaction(tx).await }
+    }))
+    .await;
+    let landed = results.iter().filter(|r| r.is_ok()).count() as u32;
+    assert_eq!(landed, total - cursor, "{results:?}");
+    for result in results.into_iter().filter_map(Result::err) {
+        assert_eq!(
+            result.unwrap(),
+            TransactionError::InstructionError(1, custom(CurtaError::ModelSealed))
+        );
+    }
+    let model = bank.model(&p.model).await;
+    assert_eq!(
+        (model.state, model.seal_cursor),
+        (ModelState::Sealed, total)
+    );
+    assert_eq!(
+        model.running_hash,
+        curta_tests::sha256_chain(p.sections.iter().map(|s| s.as_slice()))
+    );
+    for w in &p.weights {
+        assert!(bank.header(w).await.frozen, "{w} frozen");
+    }
+}
+
 /// CloseRun of an account at a run address whose header StartRun never wrote (a client made it
 /// with a size that fits no run): closed by its runner naming the model and nonce, every
 /// lamport back; without the names, with another nonce, another runner's key or no signature,

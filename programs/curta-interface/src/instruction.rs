@@ -49,6 +49,10 @@ pub enum InstructionData<'a> {
     /// 0. `[writable]` model
     /// 1. `[writable]` weight account of the section the seal cursor is in
     /// 2. `[signer]` authority: only when `chunk` is 0 (no third account otherwise)
+    ///
+    /// Or, for a later chunk, every section's weight account from 1 on, in section order: the
+    /// chunk at the cursor is hashed whichever section it is in, so every seal of the pass may
+    /// be in flight at once.
     Seal {
         pass: u32,
         chunk: u32,
@@ -525,6 +529,34 @@ mod host {
                 AccountMeta::new(*model, false),
                 AccountMeta::new(*weight, false)
             ],
+            &CurtaInstruction::Seal {
+                pass,
+                chunk,
+                creation,
+            },
+        )
+    }
+
+    /// The Seal of chunk `chunk` (not 0) carrying every section's weight account (`weights`,
+    /// in section order): it hashes the chunk at the cursor in whichever section that is, so
+    /// the seals of a whole pass may be in flight together and land in any order.
+    pub fn seal_every_section(
+        program_id: &Pubkey,
+        model: &Pubkey,
+        weights: &[Pubkey],
+        creation: u64,
+        pass: u32,
+        chunk: u32,
+    ) -> Instruction {
+        let mut accounts = alloc::vec![AccountMeta::new(*model, false)];
+        accounts.extend(
+            weights
+                .iter()
+                .map(|weight| AccountMeta::new(*weight, false)),
+        );
+        instruction(
+            program_id,
+            accounts,
             &CurtaInstruction::Seal {
                 pass,
                 chunk,

@@ -80,6 +80,11 @@ pub mod model_field {
     pub const SEAL_CURSOR: usize = 112;
     pub const TOTAL_CHUNKS: usize = 116;
     pub const CONFIG: usize = 120;
+    /// While Sealing, the first chunk (u16) and the index (u8) of the section the seal cursor
+    /// is in, kept by every Seal so that the cursor's section is found without a walk over the
+    /// sections before it; zero while Open.
+    pub const SEAL_SECTION_FIRST: usize = 148;
+    pub const SEAL_SECTION: usize = 150;
     /// The creation id (u64): the slot of the CreateModel that made this model.
     pub const CREATION: usize = 152;
     pub const SECTION_LENGTHS: usize = 160;
@@ -260,32 +265,26 @@ pub fn locate_chunk(sections: impl IntoIterator<Item = u32>, cursor: u32) -> Opt
     None
 }
 
-/// [`ModelAccount::locate_seal`] in a function of its own, the result as one register:
-/// `section | chunk_in_section << 32`, or `u64::MAX` (the cursor past the artifact, or the
-/// ticket outside the cursor's section). Inlined into Seal, LLVM strength-reduced the later
-/// uses of the section into extra loop variables, spilled on every iteration.
-#[inline(never)]
+/// [`ModelAccount::locate_seal`]: the cursor's section as recorded at bytes 148 and 150, the
+/// result as one register, `section | chunk_in_section << 32`, or `u64::MAX` (the cursor past
+/// that section, as after the last chunk, or the ticket outside it).
+#[inline(always)]
 fn locate_in(data: &[u8; MODEL_LEN], cursor: u32, ticket: u32) -> u64 {
-    let count = (data[model_field::SECTION_COUNT] as usize).min(MAX_SECTIONS);
+    use model_field as f;
     // In u64, with no truncation to 32 bits per step (SBF's ALU is 64-bit), and the chunk
     // count as (length + 65,535) >> 16: `chunk_count` (div_ceil) without its remainder test.
     const SHIFT: u32 = curta_core::CHUNK_LEN.trailing_zeros();
     const _: () = assert!(curta_core::CHUNK_LEN == 1 << SHIFT);
-    let (cursor, ticket) = (cursor as u64, ticket as u64);
-    let mut first = 0u64;
-    for section in 0..count {
-        let length = word32(data, model_field::SECTION_LENGTHS + 4 * section) as u64;
-        let chunks = (length + (1 << SHIFT) - 1) >> SHIFT;
-        if cursor < first + chunks {
-            // Below the section's first chunk wraps around: one comparison.
-            if ticket.wrapping_sub(first) >= chunks {
-                return u64::MAX;
-            }
-            return section as u64 | (cursor - first) << 32;
-        }
-        first += chunks;
+    let section = (data[f::SEAL_SECTION] as usize).min(MAX_SECTIONS - 1);
+    let first = word16(data, f::SEAL_SECTION_FIRST) as u64;
+    let length = word32(data, f::SECTION_LENGTHS + 4 * section) as u64;
+    let chunks = (length + (1 << SHIFT) - 1) >> SHIFT;
+    // Below the section's first chunk wraps around: one comparison each.
+    let in_section = (cursor as u64).wrapping_sub(first);
+    if in_section >= chunks || (ticket as u64).wrapping_sub(first) >= chunks {
+        return u64::MAX;
     }
-    u64::MAX
+    section as u64 | in_section << 32
 }
 
 /// A model account's data, checked once and then read and written in place.
@@ -440,6 +439,15 @@ impl<'a> ModelAccount<'a> {
         put32(self.data, model_field::SEAL_CURSOR, seal_cursor);
     }
 
+    /// The cursor has moved into section `section`, whose first chunk it is (bytes 148, 150).
+    pub fn set_seal_section(&mut self, section: usize, first_chunk: u32) {
+        put32(
+            self.data,
+            model_field::SEAL_SECTION_FIRST,
+            first_chunk & 0xffff | (section as u32) << 16,
+        );
+    }
+
     pub fn set_config(&mut self, config: &Config) {
         for (i, value) in config.fields().iter().enumerate() {
             put32(self.data, model_field::CONFIG + 4 * i, *value);
@@ -454,6 +462,7 @@ impl<'a> ModelAccount<'a> {
             .ok_or(CurtaError::Overflow)?;
         put32(self.data, model_field::SEAL_PASS, pass);
         self.set_chain(&[0; 32], 0);
+        self.set_seal_section(0, 0);
         self.set_config(&Config::default());
         self.set_state(ModelState::Open);
         Ok(())
@@ -636,6 +645,21 @@ mod host {
             put(dst, f::RUNNING_HASH, &self.running_hash);
             put(dst, f::SEAL_CURSOR, &self.seal_cursor.to_le_bytes());
             put(dst, f::TOTAL_CHUNKS, &self.total_chunks.to_le_bytes());
+            // The cursor's section, derived as the program keeps it (bytes 148 and 150).
+            if let Some((section, in_section)) =
+                locate_chunk(self.sections().iter().copied(), self.seal_cursor)
+            {
+                let first = (self.seal_cursor - in_section) as u16;
+                put(dst, f::SEAL_SECTION_FIRST, &first.to_le_bytes());
+                dst[f::SEAL_SECTION] = section as u8;
+            } else if let Some(last) = self.sections().len().checked_sub(1) {
+                let first = self.sections()[..last]
+                    .iter()
+                    .map(|&length| curta_core::chunk_count(length as u64) as u32)
+                    .sum::<u32>() as u16;
+                put(dst, f::SEAL_SECTION_FIRST, &first.to_le_bytes());
+                dst[f::SEAL_SECTION] = last as u8;
+            }
             put(dst, f::CREATION, &self.creation.to_le_bytes());
             for (i, value) in self.config.fields().iter().enumerate() {
                 put(dst, f::CONFIG + 4 * i, &value.to_le_bytes());

@@ -4,7 +4,7 @@ use pinocchio::account_info::AccountInfo;
 use pinocchio::pubkey::Pubkey;
 use pinocchio::ProgramResult;
 
-use super::shared::{authority_signs, chain_in_place, log_hashes, owned_data, writable};
+use super::shared::{authority_signs, chain_in_place, log_hashes, owned, writable};
 use crate::error::CurtaError;
 use crate::state::{
     same_address, set_frozen, ModelAccount, ModelState, WeightFields, MAX_SECTIONS,
@@ -21,18 +21,22 @@ pub(super) fn process_seal(
     pass: u32,
     chunk: u32,
 ) -> ProgramResult {
-    // Chunk 0 starts a pass and freezes section zero: the authority must sign it. Every later
-    // chunk takes exactly the model and the weight account, and anyone may send it.
-    let (model_info, weight_info, authority) = match (accounts, chunk) {
+    // Chunk 0 starts a pass and freezes section zero: the authority must sign it. A later
+    // chunk takes the model and either the cursor's section's weight account or every
+    // section's, in section order; anyone may send it.
+    let (model_info, weight_info, every, authority) = match (accounts, chunk) {
         ([_, _], 0) => return Err(CurtaError::SealStartNeedsAuthority.into()),
-        ([model_info, weight_info], _) => (model_info, weight_info, None),
-        ([model_info, weight_info, authority], 0) => (model_info, weight_info, Some(authority)),
+        ([model_info, weight_info], _) => (model_info, weight_info, None, None),
+        ([model_info, weight_info, authority], 0) => {
+            (model_info, weight_info, None, Some(authority))
+        }
+        ([model_info, weights @ ..], 1..) => (model_info, &weights[0], Some(weights), None),
         _ => return Err(CurtaError::WrongAccountCount.into()),
     };
     writable(model_info)?;
-    writable(weight_info)?;
-    let mut model_data = owned_data(model_info, program_id)?;
-    let mut model = ModelAccount::new(&mut model_data)?;
+    owned(model_info, program_id)?;
+    // SAFETY: the first borrow of the model's data in this instruction, and the only one.
+    let mut model = ModelAccount::new(unsafe { model_info.borrow_mut_data_unchecked() })?;
     // A Seal signed for an earlier model at this address (closed, then created again) names
     // that model's creation: it is refused before it can start or move a pass of this one.
     if creation != model.creation() {
@@ -55,42 +59,77 @@ pub(super) fn process_seal(
     if pass != model.seal_pass() {
         return Err(CurtaError::StalePass.into());
     }
-    // Seals are order-free within a section: the chunk hashed is always the one at the
-    // cursor, and `chunk` names one of that section's chunks (it makes the transaction
-    // unique).
+    // Seals are order-free: the chunk hashed is always the one at the cursor. `chunk` makes
+    // the transaction unique: one of the cursor's section's chunks when the seal carries that
+    // section alone; any chunk of the model when it carries every section (the cursor's
+    // section is always among them: its range check is then the cursor's own).
+    let cursor = model.seal_cursor();
+    let ticket = match every {
+        None => chunk,
+        Some(weights) => {
+            if weights.len() != model.section_count() {
+                return Err(CurtaError::WrongAccountCount.into());
+            }
+            if chunk >= model.total_chunks() {
+                return Err(CurtaError::UnexpectedChunk.into());
+            }
+            cursor
+        }
+    };
     let (section, declared_length, chunk_in_section) = model
-        .locate_seal(model.seal_cursor(), chunk)
+        .locate_seal(cursor, ticket)
         .ok_or(CurtaError::UnexpectedChunk)?;
+    let weight_info = match every {
+        // Below the section count, which is the slice's length.
+        Some(weights) => &weights[section.min(weights.len() - 1)],
+        None => weight_info,
+    };
+    writable(weight_info)?;
     // The model's own data (borrowed above) holds no weight header. The runtime serializes an
     // account once and a repeated one is the same entry: the same key means the same key's
     // address, compared instead of the 32 bytes.
     if core::ptr::eq(weight_info.key(), model_info.key()) {
         return Err(CurtaError::NotInitialized.into());
     }
-    let mut data = owned_data(weight_info, program_id)?;
-    let header = WeightFields::parse(&data)?;
-    header.belongs_to(
-        model_info.key(),
-        section,
-        declared_length,
-        model.weight_account(section),
-        weight_info.key(),
-    )?;
-    let length = header.length as usize;
+    owned(weight_info, program_id)?;
+    // SAFETY: the weight account is not the model (above), whose data is the only other
+    // borrow: the only borrow of these bytes.
+    let data = unsafe { weight_info.borrow_mut_data_unchecked() };
+    // The account the model recorded for the section was bound by InitWeightAccount, which
+    // wrote its header (this model, this section, the declared length), and nothing changes
+    // that header or the account's size afterwards: at that address the header is not read
+    // again. Any other account is checked in full, for the reason it is refused.
+    if !same_address(model.weight_account(section), weight_info.key())
+        || data.len() != WEIGHT_HEADER_LEN + declared_length as usize
+    {
+        let header = WeightFields::parse(data)?;
+        header.belongs_to(
+            model_info.key(),
+            section,
+            declared_length,
+            model.weight_account(section),
+            weight_info.key(),
+        )?;
+    }
 
     if chunk_in_section == 0 {
         if section == 0 {
             begin_pass(&mut model, &data[WEIGHT_HEADER_LEN..])?;
         }
         // Frozen before its first chunk is hashed: no hashed byte can change afterwards.
-        set_frozen(&mut data, true);
+        set_frozen(data, true);
     }
     let start = chunk_in_section as usize * curta_core::CHUNK_LEN;
-    let end = (start + curta_core::CHUNK_LEN).min(length);
+    let end = (start + curta_core::CHUNK_LEN).min(declared_length as usize);
     hash_chunk(
         &mut model,
         &data[WEIGHT_HEADER_LEN + start..WEIGHT_HEADER_LEN + end],
     );
+    // The cursor moved past its section's last chunk: into the next section, if any.
+    let cursor = cursor + 1;
+    if end == declared_length as usize && cursor < model.total_chunks() {
+        model.set_seal_section(section + 1, cursor);
+    }
     Ok(())
 }
 
