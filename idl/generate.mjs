@@ -129,18 +129,24 @@ const instructions = [
   instruction(
     3,
     'seal',
-    'Hashes the chunk at the seal cursor. Chunk 0 starts a seal pass and takes the authority as third account (signing); later chunks take exactly two accounts, and anyone may send them.',
+    "Hashes the chunk at the seal cursor. Chunk 0 starts a seal pass and takes the authority as third account (signing); a later chunk takes the model and the cursor's section's weight account, or the model and every section's weight account in section order (the whole pass in flight at once), and anyone may send it.",
     [
       account('model', { writable: true }),
-      account('weight', { writable: true, docs: 'the weight account of the section the seal cursor is in' }),
+      account('weight', {
+        writable: true,
+        docs: "the weight account of the section the seal cursor is in; section zero's when carrying every section",
+      }),
       account('authority', { signer: true, optional: true, docs: 'only when chunk is 0' }),
     ],
     [
       argument('pass', u32, "the model's seal pass"),
-      argument('chunk', u32, "0 to start the pass; otherwise any chunk of the cursor's section"),
+      argument('chunk', u32, "0 to start the pass; otherwise any chunk of the cursor's section, or of the model when carrying every section"),
       argument('creation', u64, "the model's creation id (the slot of its CreateModel)"),
     ],
-    { optionalAccountStrategy: 'omitted' },
+    {
+      optionalAccountStrategy: 'omitted',
+      remainingAccounts: [remaining('weights', true, "when carrying every section (chunk not 0): sections 1 on's weight accounts, in section order")],
+    },
   ),
   instruction(
     4,
@@ -225,7 +231,9 @@ const modelAccount = {
     field('sealCursor', u32, 'index over the whole artifact of the next chunk to hash'),
     field('totalChunks', u32),
     field('config', link('modelConfig'), "written when section zero's header is checked; meaningful once Sealed"),
-    reserved(148, 4),
+    field('sealSectionFirstChunk', u16, "while Sealing, the first chunk of the section the seal cursor is in; zero while Open"),
+    field('sealSection', u8, 'while Sealing, the section the seal cursor is in; zero while Open'),
+    reserved(151, 1),
     field('creation', u64, 'the slot of the CreateModel that made the model'),
     field('sectionLengths', { kind: 'arrayTypeNode', item: u32, count: { kind: 'fixedCountNode', value: 18 } }, 'entries past the section count are zero'),
     field('weightAccounts', { kind: 'arrayTypeNode', item: pubkey, count: { kind: 'fixedCountNode', value: 18 } }, 'zero until initialized'),

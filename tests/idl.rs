@@ -650,6 +650,8 @@ fn account_layouts_are_the_crates() {
             ("sealCursor", m::SEAL_CURSOR, 4),
             ("totalChunks", m::TOTAL_CHUNKS, 4),
             ("config", m::CONFIG, 28),
+            ("sealSectionFirstChunk", m::SEAL_SECTION_FIRST, 2),
+            ("sealSection", m::SEAL_SECTION, 1),
             ("creation", m::CREATION, 8),
             (
                 "sectionLengths",

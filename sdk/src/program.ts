@@ -131,12 +131,28 @@ export function writeInstruction(args: { weight: Address; authority: AccountInpu
 
 /**
  * 3 Seal: model (writable), the weight account of the cursor's section (writable), and the
- * authority (signer) when `chunk` is 0 (it starts a pass; later chunks take no signer).
+ * authority (signer) when `chunk` is 0 (it starts a pass; later chunks take no signer). Or, for
+ * a later chunk, `weights`: every section's weight account in section order, so that the seal
+ * hashes the chunk at the cursor whichever section it is in (the whole pass in flight at once).
  */
 export function sealInstruction(
-  args: { model: Address; weight: Address; authority?: AccountInput; pass: number; chunk: number; creation: bigint | number } & ProgramOption,
+  args: {
+    model: Address
+    weight?: Address
+    weights?: readonly Address[]
+    authority?: AccountInput
+    pass: number
+    chunk: number
+    creation: bigint | number
+  } & ProgramOption,
 ): Instruction {
-  const accounts = [meta(args.model, true), meta(args.weight, true)]
+  if ((args.weight === undefined) === (args.weights === undefined)) {
+    throw new TypeError('a seal takes either weight (the cursor\'s section) or weights (every section)')
+  }
+  if (args.weights !== undefined && (args.chunk === 0 || args.weights.length < 2)) {
+    throw new TypeError('weights (every section, at least 2) are for a later chunk than 0')
+  }
+  const accounts = [meta(args.model, true), ...(args.weights ?? [args.weight!]).map((w) => meta(w, true))]
   if (args.chunk === 0) {
     if (args.authority === undefined) throw new TypeError('the seal of chunk 0 starts a pass: it needs the authority')
     accounts.push(meta(args.authority, false, true))

@@ -219,6 +219,14 @@ test('every instruction builder writes the IDL bytes and accounts', () => {
     [],
     ['authority'],
   )
+  check(
+    'seal',
+    { pass: 2, chunk: 9, creation: 5n },
+    sealInstruction({ model, weights, pass: 2, chunk: 9, creation: 5n }),
+    { model, weight: weights[0] },
+    weights.slice(1),
+    ['authority'],
+  )
   check('reopen', {}, reopenInstruction({ model, authority, weights }), { model, authority }, weights)
   check('close', {}, closeInstruction({ model, authority, destination, weights }), { model, authority, destination }, weights)
   check(
