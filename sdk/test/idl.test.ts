@@ -333,6 +333,8 @@ test('decodeModelAccount and decodeWeightHeader read IDL-written accounts', () =
     sealCursor: 14,
     totalChunks: 14,
     config,
+    sealSectionFirstChunk: 2,
+    sealSection: 1,
     creation: 77n,
     sectionLengths: lengths,
     weightAccounts: accounts,
