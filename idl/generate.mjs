@@ -129,12 +129,12 @@ const instructions = [
   instruction(
     3,
     'seal',
-    "Hashes the chunk at the seal cursor. Chunk 0 starts a seal pass and takes the authority as third account (signing); a later chunk takes the model and the cursor's section's weight account, or the model and every section's weight account in section order (the whole pass in flight at once), and anyone may send it.",
+    "Hashes the chunk at the seal cursor. Chunk 0 starts a seal pass and freezes every section: it takes section zero's weight account, the authority as third account (signing), then the other sections' weight accounts. A later chunk takes the model and the cursor's section's weight account, or the model and every section's weight account in section order (the whole pass in flight at once), and anyone may send it; its weight accounts may be read only.",
     [
       account('model', { writable: true }),
       account('weight', {
         writable: true,
-        docs: "the weight account of the section the seal cursor is in; section zero's when carrying every section",
+        docs: "section zero's weight account at chunk 0; later, the cursor's section's, or section zero's when carrying every section (read only is enough after chunk 0)",
       }),
       account('authority', { signer: true, optional: true, docs: 'only when chunk is 0' }),
     ],
@@ -145,7 +145,9 @@ const instructions = [
     ],
     {
       optionalAccountStrategy: 'omitted',
-      remainingAccounts: [remaining('weights', true, "when carrying every section (chunk not 0): sections 1 on's weight accounts, in section order")],
+      remainingAccounts: [
+        remaining('weights', true, "at chunk 0, and when a later chunk carries every section: the weight accounts of sections 1 on, in section order (read only is enough after chunk 0)"),
+      ],
     },
   ),
   instruction(

@@ -84,6 +84,15 @@ pub async fn creation_of<T: Transport>(t: &T, model: &Pubkey) -> u64 {
         .creation
 }
 
+/// Every section's weight account, as the model on chain records them.
+pub async fn weights_of<T: Transport>(t: &T, model: &Pubkey) -> Vec<Pubkey> {
+    let account = t.get_accounts(&[*model]).await.unwrap().remove(0);
+    curta_program::state::Model::unpack(&account.expect("the model exists").data)
+        .unwrap()
+        .weights()
+        .to_vec()
+}
+
 pub fn lengths(sections: &[Vec<u8>]) -> Vec<usize> {
     sections.iter().map(Vec::len).collect()
 }

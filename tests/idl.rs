@@ -275,6 +275,16 @@ fn key(seed: u8) -> Pubkey {
 
 /// Checks one instruction: data and accounts (and, for the fixed accounts, their addresses in
 /// the IDL's order by name) against the crate's builder.
+/// A seal after chunk 0 as the IDL lists it: the IDL has one account list for every chunk, as
+/// chunk 0 needs it (its weight accounts writable: it freezes them); the crate's builders for
+/// later chunks pass the weight accounts read only, which the program takes either way.
+fn writable_weights(mut seal: Instruction) -> Instruction {
+    for meta in &mut seal.accounts[1..] {
+        meta.is_writable = true;
+    }
+    seal
+}
+
 fn check(
     program: &Value,
     name: &str,
@@ -403,16 +413,16 @@ fn every_instruction_encodes_as_the_crates_builders() {
         ix::start_seal(
             &program_id,
             &model,
-            &weight,
+            &weights,
             &authority,
             0x0102030405060708,
             3,
         ),
         &[],
-        0,
+        weights.len() - 1,
         &[
             ("model", model),
-            ("weight", weight),
+            ("weight", weights[0]),
             ("authority", authority),
         ],
     );
@@ -420,10 +430,33 @@ fn every_instruction_encodes_as_the_crates_builders() {
         p,
         "seal",
         json!({"pass": 0xfffffffeu32, "chunk": 161, "creation": u64::MAX - 5}),
-        ix::seal(&program_id, &model, &weight, u64::MAX - 5, 0xfffffffe, 161),
+        writable_weights(ix::seal(
+            &program_id,
+            &model,
+            &weight,
+            u64::MAX - 5,
+            0xfffffffe,
+            161,
+        )),
         &["authority"],
         0,
         &[("model", model), ("weight", weight)],
+    );
+    check(
+        p,
+        "seal",
+        json!({"pass": 2, "chunk": 9, "creation": 5}),
+        writable_weights(ix::seal_every_section(
+            &program_id,
+            &model,
+            &weights,
+            5,
+            2,
+            9,
+        )),
+        &["authority"],
+        weights.len() - 1,
+        &[("model", model), ("weight", weights[0])],
     );
     check(
         p,

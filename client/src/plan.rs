@@ -245,7 +245,7 @@ pub fn seals(program: &Pubkey, model_address: &Pubkey, model: &Model) -> Vec<Ite
             instructions: vec![ix::start_seal(
                 program,
                 model_address,
-                &model.weights()[0],
+                model.weights(),
                 &model.authority,
                 model.creation,
                 model.seal_pass,

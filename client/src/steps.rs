@@ -271,7 +271,10 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
         }
         _ => {}
     }
-    let weight = chain.weights.first().map_or(chain.address, |w| w.address);
+    let weights: Vec<Pubkey> = match chain.weights.is_empty() {
+        true => vec![chain.address],
+        false => chain.weights.iter().map(|w| w.address).collect(),
+    };
     let pass = chain.model.as_ref().map_or(0, |m| m.seal_pass + 1);
     // The model's creation id, or 0 while it does not exist: this item only shapes the fee and
     // compute estimate; the seals sent are planned from the model on chain (`plan::seals`).
@@ -281,7 +284,7 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
         instructions: vec![curta_interface::instruction::start_seal(
             &chain.program_id,
             &chain.address,
-            &weight,
+            &weights,
             authority,
             creation,
             pass,

@@ -130,10 +130,12 @@ export function writeInstruction(args: { weight: Address; authority: AccountInpu
 }
 
 /**
- * 3 Seal: model (writable), the weight account of the cursor's section (writable), and the
- * authority (signer) when `chunk` is 0 (it starts a pass; later chunks take no signer). Or, for
- * a later chunk, `weights`: every section's weight account in section order, so that the seal
- * hashes the chunk at the cursor whichever section it is in (the whole pass in flight at once).
+ * 3 Seal. Chunk 0 starts a pass and freezes every section: model (writable), section zero's
+ * weight account (writable), the authority (signer), then the other sections' weight accounts
+ * (writable): pass `weights`, every section's in section order. A later chunk: model (writable)
+ * and either `weight`, the cursor's section's weight account, or `weights`, every section's,
+ * so that the seal hashes the chunk at the cursor whichever section it is in (the whole pass in
+ * flight at once); the weight accounts read only (no later seal writes them).
  */
 export function sealInstruction(
   args: {
@@ -146,22 +148,21 @@ export function sealInstruction(
     creation: bigint | number
   } & ProgramOption,
 ): Instruction {
-  if ((args.weight === undefined) === (args.weights === undefined)) {
-    throw new TypeError('a seal takes either weight (the cursor\'s section) or weights (every section)')
-  }
-  if (args.weights !== undefined && (args.chunk === 0 || args.weights.length < 2)) {
-    throw new TypeError('weights (every section, at least 2) are for a later chunk than 0')
-  }
-  const accounts = [meta(args.model, true), ...(args.weights ?? [args.weight!]).map((w) => meta(w, true))]
+  const data = new Writer().u8(TAG.seal).u32(args.pass).u32(args.chunk).u64(args.creation).done()
+  const programId = args.programId ?? CURTA_PROGRAM_ID
   if (args.chunk === 0) {
     if (args.authority === undefined) throw new TypeError('the seal of chunk 0 starts a pass: it needs the authority')
-    accounts.push(meta(args.authority, false, true))
+    if (args.weights === undefined || args.weights.length < 2) {
+      throw new TypeError('the seal of chunk 0 freezes every section: it needs weights, every section\'s weight account')
+    }
+    const [zero, ...later] = args.weights
+    return instruction(programId, [meta(args.model, true), meta(zero!, true), meta(args.authority, false, true), ...later.map((w) => meta(w, true))], data)
   }
-  return instruction(
-    args.programId ?? CURTA_PROGRAM_ID,
-    accounts,
-    new Writer().u8(TAG.seal).u32(args.pass).u32(args.chunk).u64(args.creation).done(),
-  )
+  if ((args.weight === undefined) === (args.weights === undefined)) {
+    throw new TypeError('a later seal takes either weight (the cursor\'s section) or weights (every section)')
+  }
+  const weights = args.weights ?? [args.weight!]
+  return instruction(programId, [meta(args.model, true), ...weights.map((w) => meta(w, false))], data)
 }
 
 /** 4 Reopen: model (writable), authority (signer), every section's weight account (writable). */

@@ -41,12 +41,16 @@ async fn anyone_may_crank_a_seal_the_authority_started() {
 
     // The authority starts the pass (chunk 0) and stops there.
     let program = curta_program::id();
-    let weight0 = curta_program::state::weight_address(&program, &authority.pubkey(), &model, 0);
+    let weights = weights_of(&bank, &model).await;
+    assert_eq!(
+        weights[0],
+        curta_program::state::weight_address(&program, &authority.pubkey(), &model, 0)
+    );
     let creation = creation_of(&bank, &model).await;
     let start = curta_program::instruction::start_seal(
         &program,
         &model,
-        &weight0,
+        &weights,
         &authority.pubkey(),
         creation,
         0,

@@ -205,17 +205,19 @@ async fn a_refused_write_is_shown_by_its_program_error_name_and_section() {
         .await
         .unwrap();
     let program = curta_program::id();
+    let weights = weights_of(&bank, &report.model).await;
     let weight0 =
         curta_program::state::weight_address(&program, &authority.pubkey(), &report.model, 0);
+    assert_eq!(weights[0], weight0);
     let creation = creation_of(&bank, &report.model).await;
     let mut engine = Engine::new(&bank, &authority, None, None, Progress::hidden());
-    // Chunk 0 starts a seal pass, which freezes section 0 (the seal has hashed into it).
+    // Chunk 0 starts a seal pass, which freezes every section.
     let start = Item {
         kind: Kind::Seal,
         instructions: vec![curta_program::instruction::start_seal(
             &program,
             &report.model,
-            &weight0,
+            &weights,
             &authority.pubkey(),
             creation,
             0,

@@ -42,16 +42,12 @@ fn seal(p: &Published, section: usize, pass: u32, chunk: u32) -> Instruction {
     )
 }
 
-/// Chunk 0 of `pass`, with the model's authority signing.
+/// Chunk 0 of `pass`, with the model's authority signing and section `section`'s weight
+/// account in section zero's place (the others after it, as they are).
 fn start(p: &Published, section: usize, pass: u32) -> Instruction {
-    ix::start_seal(
-        &PROGRAM,
-        &p.model,
-        &p.weights[section],
-        &p.authority,
-        p.creation,
-        pass,
-    )
+    let mut weights = p.weights.clone();
+    weights[0] = p.weights[section];
+    ix::start_seal(&PROGRAM, &p.model, &weights, &p.authority, p.creation, pass)
 }
 
 fn watch(bank: &Bank, models: &[&Published]) -> Vec<Pubkey> {
@@ -147,14 +143,13 @@ async fn write_attacks() {
     )
     .await;
 
-    // Into a frozen section: chunk 0 freezes section zero only; section one stays writable
-    // until its first chunk is hashed.
+    // Into a frozen section: chunk 0 freezes every section, before and after the cursor
+    // reaches it.
     bank.send(&[start(&p, 0, 0)], &[&a]).await.unwrap();
     let w0 = ix::write(&PROGRAM, &p.weights[0], &p.authority, 0, b"X");
     bank.refused(&[w0], &[&a], 0, err(SectionFrozen), &w).await;
-    bank.send(&[write(5, &[p.sections[1][5]])], &[&a])
-        .await
-        .unwrap();
+    bank.refused(&[write(5, &[0])], &[&a], 0, err(SectionFrozen), &w)
+        .await;
     bank.send(&[seal(&p, 1, 0, 1)], &[]).await.unwrap();
     bank.refused(&[write(5, &[0])], &[&a], 0, err(SectionFrozen), &w)
         .await;
@@ -373,25 +368,25 @@ async fn seal_attacks() {
         .await;
     // Another model's weight account, the weight accounts swapped, the model as weight account
     // and a weight account as model, read-only accounts.
-    let with_theirs = ix::start_seal(
-        &PROGRAM,
-        &p.model,
-        &q.weights[0],
-        &p.authority,
-        p.creation,
-        0,
-    );
+    let with_theirs = ix::start_seal(&PROGRAM, &p.model, &q.weights, &p.authority, p.creation, 0);
     bank.refused(&[with_theirs], &[&a], 0, err(WrongModel), &w)
         .await;
     bank.refused(&[start(&p, 1, 0)], &[&a], 0, err(WrongSection), &w)
         .await;
-    let model_as_weight = ix::start_seal(&PROGRAM, &p.model, &p.model, &p.authority, p.creation, 0);
+    let model_as_weight = ix::start_seal(
+        &PROGRAM,
+        &p.model,
+        &[p.model, p.weights[1]],
+        &p.authority,
+        p.creation,
+        0,
+    );
     bank.refused(&[model_as_weight], &[&a], 0, err(NotInitialized), &w)
         .await;
     let weight_as_model = ix::start_seal(
         &PROGRAM,
         &p.weights[0],
-        &p.weights[0],
+        &p.weights,
         &p.authority,
         p.creation,
         0,
@@ -1025,14 +1020,7 @@ async fn only_the_authority_starts_a_seal_pass() {
     let p = written(&mut bank, tiny_sections(LEN, 16)).await;
     let w = watch(&bank, &[&p]);
     let start = |authority: &Pubkey, pass: u32| {
-        ix::start_seal(
-            &PROGRAM,
-            &p.model,
-            &p.weights[0],
-            authority,
-            p.creation,
-            pass,
-        )
+        ix::start_seal(&PROGRAM, &p.model, &p.weights, authority, p.creation, pass)
     };
 
     for pass in 0..2u32 {
@@ -1070,15 +1058,12 @@ async fn only_the_authority_starts_a_seal_pass() {
         assert_eq!(bank.model(&p.model).await.state, ModelState::Sealing);
         // A later chunk takes the model and one weight account, or the model and every
         // section's (two here), even with the authority signing: the authority as a third
-        // account is read as section 1's weight account, the cursor's, and refused (not
-        // writable, and not the program's); a fourth account is one too many.
+        // account is read as section 1's weight account, the cursor's, and refused (not the
+        // program's); a fourth account is one too many.
         let mut with_authority = seal(&p, 1, pass, 1);
         with_authority
             .accounts
             .push(AccountMeta::new_readonly(a.pubkey(), true));
-        bank.refused(&[with_authority.clone()], &[&a], 0, err(NotWritable), &w)
-            .await;
-        with_authority.accounts[2].is_writable = true;
         bank.refused(&[with_authority.clone()], &[&a], 0, err(WrongOwner), &w)
             .await;
         with_authority

@@ -299,7 +299,8 @@ async fn cranks_left_over_from_a_closed_and_recreated_model() {
 /// Every account an instruction writes, offered read-only, is NotWritable. attacks.rs covers
 /// Write's weight account, InitWeightAccount's model, chunk 0's model and weight account and
 /// Reopen's first weight account; here are the rest: CreateModel's authority and model,
-/// InitWeightAccount's weight account, a later chunk's model and weight account, Reopen's model
+/// InitWeightAccount's weight account, chunk 0's later weight accounts, a later chunk's model
+/// (its weight accounts are read only), Reopen's model
 /// and last weight account, Close's model, destination and each weight account.
 #[tokio::test]
 async fn every_writable_account_offered_read_only() {
@@ -336,13 +337,20 @@ async fn every_writable_account_offered_read_only() {
     .await;
     bank.send(&[init], &[&a]).await.unwrap();
     write_all(&mut bank, &p, 16).await;
+    // Chunk 0 freezes every section: section one's weight account (after the authority) must
+    // be writable too.
+    let start = ix::start_seal(&PROGRAM, &p.model, &p.weights, &p.authority, p.creation, 0);
+    bank.refused(&[read_only(start, 3)], &[&a], 0, not_writable.clone(), &w)
+        .await;
     seal_chunk(&mut bank, &p, 0, 0).await.unwrap();
 
+    // A later chunk writes only the model: its weight account is read only (the builder's).
     let crank = ix::seal(&PROGRAM, &p.model, &p.weights[1], p.creation, 0, 1);
+    assert!(!crank.accounts[1].is_writable);
     let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
     let close = ix::close(&PROGRAM, &p.model, &p.authority, &dest, &p.weights);
     let cases = [
-        (crank, vec![0, 1], vec![]),
+        (crank, vec![0], vec![]),
         (reopen, vec![0, 3], vec![&a]),
         (close.clone(), vec![0, 2, 3, 4], vec![&a]),
     ];

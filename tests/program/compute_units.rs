@@ -123,7 +123,7 @@ async fn compute_units_of_every_instruction() {
         ix::start_seal(
             &PROGRAM,
             &p.model,
-            &p.weights[0],
+            &p.weights,
             &p.authority,
             p.creation,
             pass,
@@ -177,7 +177,7 @@ async fn compute_units_of_every_instruction() {
             ix::start_seal(
                 &PROGRAM,
                 &m.model,
-                &m.weights[0],
+                &m.weights,
                 &m.authority,
                 m.creation,
                 pass,
@@ -324,7 +324,7 @@ async fn compute_units_of_every_instruction() {
     );
     let per_account = (full_every_18 - full_every_2) as f64 / 16.0;
     assert!(per_account <= 9.0, "{per_account} units an account carried");
-    assert!(full_every_2 as f64 + 8.0 * per_account <= 33_300.0);
+    assert!(full_every_2 as f64 + 7.0 * per_account <= 33_300.0);
     assert!(
         full_every_18 <= 33_370,
         "every section of 18: {full_every_18}"
@@ -334,8 +334,10 @@ async fn compute_units_of_every_instruction() {
     // before the descriptors were compared as whole words, 42,820 before issue 21's second
     // pass (section zero's check in a frame of its own, written-out descriptor groups);
     // 38,804 before issue 26's checks (blocks at multiples of 4, the spec's exponential table
-    // compared with one sol_memcmp_), 39,180 with them.
-    assert!(chunk0_18 <= 39_500, "chunk 0, 18 sections: {chunk0_18}");
+    // compared with one sol_memcmp_), 39,180 with them; 39,592 once chunk 0 takes and freezes
+    // every section's weight account (17 more accounts; the bound check of every section
+    // became each later account's address check, which it needs anyway).
+    assert!(chunk0_18 <= 39_700, "chunk 0, 18 sections: {chunk0_18}");
     assert!(last < full, "the short last chunk: {last}");
 
     // The client's limits cover what they are the limit of.

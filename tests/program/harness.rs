@@ -407,7 +407,7 @@ pub async fn seal_chunk(
         let start = ix::start_seal(
             &PROGRAM,
             &p.model,
-            &p.weights[s],
+            &p.weights,
             &p.authority,
             p.creation,
             pass,

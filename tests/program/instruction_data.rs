@@ -237,14 +237,7 @@ async fn bank_refuses_garbage_truncated_and_over_long_data() {
     let p = written(&mut bank, tiny_sections(10_000, 31)).await;
     let w = p.accounts();
     let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, 8, &[1, 2, 3]);
-    let seal = ix::start_seal(
-        &PROGRAM,
-        &p.model,
-        &p.weights[0],
-        &p.authority,
-        p.creation,
-        0,
-    );
+    let seal = ix::start_seal(&PROGRAM, &p.model, &p.weights, &p.authority, p.creation, 0);
     let with_data = |i: &Instruction, data: Vec<u8>| Instruction { data, ..i.clone() };
     let bad = InstructionError::InvalidInstructionData;
 

@@ -90,8 +90,8 @@ async fn raw_account_bytes() {
     );
     assert_eq!(
         bank.account(&p.weights[1]).await.unwrap().data[9],
-        0,
-        "section one not yet"
+        1,
+        "section one frozen too (chunk 0 freezes every section)"
     );
 }
 

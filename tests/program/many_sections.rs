@@ -20,8 +20,9 @@ fn lengths(sections: &[Vec<u8>]) -> Vec<usize> {
 }
 
 /// Seals every chunk of `p` in pass 0, checking after each chunk the running hash (against
-/// the sha2 chain), the cursor and the state, and at each section's first chunk which sections
-/// are frozen (every one up to the cursor's, none after). Before each chunk of a section >= 2,
+/// the sha2 chain), the cursor, the state and the cursor's section as the model keeps it, and at
+/// each section's first chunk that every section is frozen (chunk 0 froze them all). Before
+/// each chunk of a section >= 2,
 /// a seal naming the previous or the next section's weight account is WrongSection.
 /// `watch_all` snapshots every account of the model around each refusal (the big model
 /// watches the three accounts involved).
@@ -62,12 +63,28 @@ async fn seal_walk(bank: &mut Bank, p: &Published, watch_all: bool) {
         assert_eq!(model.state, state, "after chunk {i}");
         if c == 0 {
             for (t, w) in p.weights.iter().enumerate() {
-                assert_eq!(
+                assert!(
                     bank.header(w).await.frozen,
-                    t <= s,
                     "section {t} frozen at section {s}'s first chunk"
                 );
             }
+        }
+        // The cursor's section and its first chunk as the model keeps them (bytes 148, 150),
+        // from the chunk list: the next chunk's section, and where that section starts.
+        if let Some(&(next, _)) = chunks.get(i as usize + 1) {
+            let data = bank.account(&p.model).await.unwrap().data;
+            let first = chunks
+                .iter()
+                .position(|&(t, c)| (t, c) == (next, 0))
+                .unwrap();
+            assert_eq!(
+                (
+                    u16::from_le_bytes([data[148], data[149]]) as usize,
+                    data[150] as usize
+                ),
+                (first, next),
+                "the seal section after chunk {i}"
+            );
         }
     }
     assert_eq!(expected, sha256_chain(p.sections.iter().map(Vec::as_slice)));
@@ -265,9 +282,9 @@ async fn stories15m_shape_sealed_across_every_boundary() {
 
 /// The rule for cranks while the authority is still writing: the authority's start of a pass
 /// (chunk 0) declares the upload done. No one else can start it, and from then on anyone may
-/// crank; a section is frozen when the cursor reaches it, so a Write into a section the
-/// cursor reached fails (SectionFrozen) while the sections ahead stay writable. The hash then
-/// covers what was on chain: Mismatch, and the authority reopens.
+/// crank; chunk 0 freezes every section, so a Write into any section fails (SectionFrozen),
+/// whether the cursor reached it or not. The hash then covers what was on chain: Mismatch,
+/// and the authority reopens.
 #[tokio::test]
 async fn a_stranger_cranks_while_the_authority_is_still_writing() {
     let mut bank = Bank::start().await;
@@ -291,14 +308,7 @@ async fn a_stranger_cranks_while_the_authority_is_still_writing() {
             custom(SealStartNeedsAuthority)
         ))
     );
-    let as_authority = ix::start_seal(
-        &PROGRAM,
-        &p.model,
-        &p.weights[0],
-        &m.pubkey(),
-        p.creation,
-        0,
-    );
+    let as_authority = ix::start_seal(&PROGRAM, &p.model, &p.weights, &m.pubkey(), p.creation, 0);
     bank.refused(&[as_authority], &[&m], 0, custom(Unauthorized), &w)
         .await;
     bank.refused(&[crank(1, 0, 1)], &[], 0, custom(WrongState), &w)
@@ -321,23 +331,27 @@ async fn a_stranger_cranks_while_the_authority_is_still_writing() {
         ix::write(&PROGRAM, &p.weights[s], &p.authority, offset as u32, bytes)
     };
     // Section 10 was reached: frozen, even where its first chunk does not reach (offset
-    // 66,000 is in its second chunk).
-    bank.refused(&[write(10, 0)], &[&a], 0, custom(SectionFrozen), &w)
+    // 66,000 is in its second chunk); section 11 was not, and is frozen too.
+    for (section, offset) in [(10, 0), (10, 66_000), (11, 0), (17, 0)] {
+        bank.refused(
+            &[write(section, offset)],
+            &[&a],
+            0,
+            custom(SectionFrozen),
+            &w,
+        )
         .await;
-    bank.refused(&[write(10, 66_000)], &[&a], 0, custom(SectionFrozen), &w)
-        .await;
-    // Section 11 was not: still writable, and the authority finishes it.
-    write_section(&mut bank, &p, 11, 16).await;
+    }
 
-    // The stranger cranks to the end: the hash covers sections 0 to 9 and 11 as written and
-    // sections 10 and 12 to 17 as zeros.
+    // The stranger cranks to the end: the hash covers sections 0 to 9 as written and sections
+    // 10 to 17 as zeros.
     for chunk in first_of_10 + 1..chunks.len() as u32 {
         let (s, _) = chunks[chunk as usize];
         bank.send_paid_by(&[crank(s, 0, chunk)], &m).await.unwrap();
     }
     let on_chain: Vec<Vec<u8>> = (0..18)
         .map(|s| {
-            if s < 10 || s == 11 {
+            if s < 10 {
                 p.sections[s].clone()
             } else {
                 vec![0; p.sections[s].len()]
@@ -354,7 +368,7 @@ async fn a_stranger_cranks_while_the_authority_is_still_writing() {
     // The authority reopens, writes the rest and seals pass 1.
     let reopen = ix::reopen(&PROGRAM, &p.model, &p.authority, &p.weights);
     bank.send(&[reopen], &[&a]).await.unwrap();
-    for s in (10..18).filter(|&s| s != 11) {
+    for s in 10..18 {
         write_section(&mut bank, &p, s, 16).await;
     }
     seal_all(&mut bank, &p, 1).await;

@@ -70,14 +70,7 @@ async fn mismatch_reopen_repair_reseal() {
 
     // Mismatch is final for sealing: another seal, a write or an init are refused.
     let watch = p.accounts();
-    let start = ix::start_seal(
-        &PROGRAM,
-        &p.model,
-        &p.weights[0],
-        &p.authority,
-        p.creation,
-        0,
-    );
+    let start = ix::start_seal(&PROGRAM, &p.model, &p.weights, &p.authority, p.creation, 0);
     bank.refused(&[start], &[&a], 0, custom(CurtaError::WrongState), &watch)
         .await;
     let fix = ix::write(
@@ -122,14 +115,7 @@ async fn mismatch_reopen_repair_reseal() {
 
     bank.send(&[fix], &[&a]).await.unwrap();
     // A seal of the old pass is stale.
-    let stale = ix::start_seal(
-        &PROGRAM,
-        &p.model,
-        &p.weights[0],
-        &p.authority,
-        p.creation,
-        0,
-    );
+    let stale = ix::start_seal(&PROGRAM, &p.model, &p.weights, &p.authority, p.creation, 0);
     bank.refused(&[stale], &[&a], 0, custom(CurtaError::StalePass), &watch)
         .await;
     seal_all(&mut bank, &p, 1).await;

@@ -56,7 +56,7 @@ async fn a_stale_start_seal_does_not_land_on_a_recreated_model() {
         &[ix::start_seal(
             &PROGRAM,
             &old.model,
-            &old.weights[0],
+            &old.weights,
             &old.authority,
             old.creation,
             0,
@@ -126,7 +126,7 @@ async fn every_seal_names_the_models_creation() {
     let p = written(&mut bank, tiny_sections(LEN, 102)).await;
     let w = watch(&bank, &p);
     for creation in [0, p.creation - 1, p.creation + 1, u64::MAX] {
-        let start = ix::start_seal(&PROGRAM, &p.model, &p.weights[0], &p.authority, creation, 0);
+        let start = ix::start_seal(&PROGRAM, &p.model, &p.weights, &p.authority, creation, 0);
         bank.refused(&[start], &[&a], 0, err(StaleCreation), &w)
             .await;
         // Also with a stale pass and chunk: the creation is checked first.
@@ -158,16 +158,22 @@ async fn duplicate_accounts_in_a_weight_list() {
     let model_twice = ix::seal(&PROGRAM, &p.model, &p.model, p.creation, 0, 1);
     bank.refused(&[model_twice], &[], 0, err(WrongState), &w)
         .await;
-    let start_model_twice =
-        ix::start_seal(&PROGRAM, &p.model, &p.model, &p.authority, p.creation, 0);
+    let start_model_twice = ix::start_seal(
+        &PROGRAM,
+        &p.model,
+        &[p.model, p.weights[1]],
+        &p.authority,
+        p.creation,
+        0,
+    );
     bank.refused(&[start_model_twice], &[&a], 0, err(NotInitialized), &w)
         .await;
-    let weight_twice = ix::start_seal(&PROGRAM, &w0, &w0, &p.authority, p.creation, 0);
+    let weight_twice = ix::start_seal(&PROGRAM, &w0, &p.weights, &p.authority, p.creation, 0);
     bank.refused(&[weight_twice], &[&a], 0, err(NotAModel), &w)
         .await;
     // The weight account as the authority of chunk 0.
     let mut weight_as_authority =
-        ix::start_seal(&PROGRAM, &p.model, &w0, &p.authority, p.creation, 0);
+        ix::start_seal(&PROGRAM, &p.model, &p.weights, &p.authority, p.creation, 0);
     weight_as_authority.accounts[2] = AccountMeta::new_readonly(w0, false);
     bank.refused(&[weight_as_authority], &[], 0, err(Unauthorized), &w)
         .await;
@@ -222,14 +228,7 @@ async fn more_accounts_than_the_entrypoint_reads() {
             .await;
     }
     let write = ix::write(&PROGRAM, &p.weights[1], &p.authority, 0, &[1, 2, 3]);
-    let start = ix::start_seal(
-        &PROGRAM,
-        &p.model,
-        &p.weights[0],
-        &p.authority,
-        p.creation,
-        0,
-    );
+    let start = ix::start_seal(&PROGRAM, &p.model, &p.weights, &p.authority, p.creation, 0);
     for instruction in [write, start] {
         let mut more = instruction;
         more.accounts.extend(extra(24));

@@ -57,14 +57,7 @@ async fn a_section_zero_that_would_trap_its_runs_is_refused_at_seal() {
         let mut watch = p.accounts();
         watch.push(p.authority);
         let before = bank.snapshot(&watch).await;
-        let start = ix::start_seal(
-            &PROGRAM,
-            &p.model,
-            &p.weights[0],
-            &p.authority,
-            p.creation,
-            0,
-        );
+        let start = ix::start_seal(&PROGRAM, &p.model, &p.weights, &p.authority, p.creation, 0);
         let (result, logs) = bank.send_logged(&[start], &[&p.signer]).await;
         assert_eq!(
             result,

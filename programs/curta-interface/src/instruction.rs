@@ -46,13 +46,17 @@ pub enum InstructionData<'a> {
     /// must equal the model's). Chunk 0 starts the pass and needs the authority; anyone may
     /// send the later chunks.
     ///
+    /// Chunk 0 (it freezes every section):
     /// 0. `[writable]` model
-    /// 1. `[writable]` weight account of the section the seal cursor is in
-    /// 2. `[signer]` authority: only when `chunk` is 0 (no third account otherwise)
+    /// 1. `[writable]` section zero's weight account
+    /// 2. `[signer]` authority
+    /// 3. and on: `[writable]` the other sections' weight accounts, in section order
     ///
-    /// Or, for a later chunk, every section's weight account from 1 on, in section order: the
-    /// chunk at the cursor is hashed whichever section it is in, so every seal of the pass may
-    /// be in flight at once.
+    /// A later chunk:
+    /// 0. `[writable]` model
+    /// 1. weight account of the section the seal cursor is in, or 1 and on: every section's
+    ///    weight account, in section order (the chunk at the cursor is hashed whichever section
+    ///    it is in, so every seal of the pass may be in flight at once)
     Seal {
         pass: u32,
         chunk: u32,
@@ -511,7 +515,8 @@ mod host {
         )
     }
 
-    /// The Seal of chunk `chunk` in its two-account form: model and weight account, no signer.
+    /// The Seal of chunk `chunk` in its two-account form: model and the cursor's section's
+    /// weight account (read only), no signer.
     /// `creation` and `pass` are the model's (`Model::creation`, `Model::seal_pass`). For
     /// chunk 0, which starts a pass, use `start_seal` (the program refuses this form there
     /// with `SealStartNeedsAuthority`).
@@ -527,7 +532,7 @@ mod host {
             program_id,
             alloc::vec![
                 AccountMeta::new(*model, false),
-                AccountMeta::new(*weight, false)
+                AccountMeta::new_readonly(*weight, false)
             ],
             &CurtaInstruction::Seal {
                 pass,
@@ -552,7 +557,7 @@ mod host {
         accounts.extend(
             weights
                 .iter()
-                .map(|weight| AccountMeta::new(*weight, false)),
+                .map(|weight| AccountMeta::new_readonly(*weight, false)),
         );
         instruction(
             program_id,
@@ -565,24 +570,31 @@ mod host {
         )
     }
 
-    /// The Seal of chunk 0 of pass `pass` of creation `creation`, which starts the pass: only
-    /// the model's authority may send it (third account, signer). Later chunks are `seal`,
-    /// which anyone may send.
+    /// The Seal of chunk 0 of pass `pass` of creation `creation`, which starts the pass and
+    /// freezes every section: only the model's authority may send it (third account, signer),
+    /// with every section's weight account (`weights`, in section order: section zero's second,
+    /// the others after the authority). Later chunks are `seal` or `seal_every_section`, which
+    /// anyone may send.
     pub fn start_seal(
         program_id: &Pubkey,
         model: &Pubkey,
-        weight: &Pubkey,
+        weights: &[Pubkey],
         authority: &Pubkey,
         creation: u64,
         pass: u32,
     ) -> Instruction {
+        let mut accounts = alloc::vec![AccountMeta::new(*model, false)];
+        accounts.extend(weights.first().map(|zero| AccountMeta::new(*zero, false)));
+        accounts.push(AccountMeta::new_readonly(*authority, true));
+        accounts.extend(
+            weights
+                .iter()
+                .skip(1)
+                .map(|weight| AccountMeta::new(*weight, false)),
+        );
         instruction(
             program_id,
-            alloc::vec![
-                AccountMeta::new(*model, false),
-                AccountMeta::new(*weight, false),
-                AccountMeta::new_readonly(*authority, true),
-            ],
+            accounts,
             &CurtaInstruction::Seal {
                 pass,
                 chunk: 0,
