@@ -264,7 +264,7 @@ export const PROGRAM_ERRORS: readonly (readonly [string, string])[] = [
   ["WrongSection", "weight account holds another section than the one expected"],
   ["WriteOutOfBounds", "write reaches past the end of the section"],
   ["EmptyWrite", "write carries no bytes"],
-  ["SectionFrozen", "section is frozen: sealing has hashed it"],
+  ["SectionFrozen", "section is frozen: a seal pass started; Reopen unfreezes it"],
   ["ModelSealed", "model is sealed and can never change or close"],
   ["WrongState", "instruction is not allowed in the model's current state"],
   ["UnexpectedChunk", "seal names another chunk than the model's seal cursor"],

@@ -245,7 +245,7 @@ async fn a_refused_write_is_shown_by_its_program_error_name_and_section() {
         err.to_string(),
         format!(
             "write transaction for section 0 (weight account {weight0}) failed: instruction 0: \
-             SectionFrozen (section is frozen: sealing has hashed it, custom program error 15)"
+             SectionFrozen (section is frozen: a seal pass started; Reopen unfreezes it, custom program error 15)"
         )
     );
 }

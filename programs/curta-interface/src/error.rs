@@ -34,7 +34,7 @@ pub enum CurtaError {
     WriteOutOfBounds = 13,
     #[error("write carries no bytes")]
     EmptyWrite = 14,
-    #[error("section is frozen: sealing has hashed it")]
+    #[error("section is frozen: a seal pass started; Reopen unfreezes it")]
     SectionFrozen = 15,
     #[error("model is sealed and can never change or close")]
     ModelSealed = 16,
