@@ -134,18 +134,37 @@ impl Kind {
     }
 }
 
+/// How far what was sent before a barrier must have come before the barrier goes out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settle {
+    /// Final or expired: nothing sent earlier can land again, even after a fork.
+    Final,
+    /// Landed (at the transport's commitment) or expired.
+    Landed,
+}
+
 /// Whether an item may only be sent once nothing sent earlier can still land: a Reopen (a
 /// late Write or Reopen would change the pass it opens), a Close (a late transaction would
 /// land on the model created again at the address) and a start seal, chunk 0 (a late Write
 /// or Reopen would change what the pass hashes or restart it).
 pub fn is_barrier(item: &Item) -> bool {
+    barrier(item).is_some()
+}
+
+/// What a barrier waits for. A start seal waits only for what was sent before to land: it
+/// freezes every section, so a Write that landed before it and lands again after a fork is
+/// refused (SectionFrozen) and can at worst leave the pass at Mismatch, which the seal
+/// reports and `seal` with the artifact repairs, never a sealed model with other bytes; and
+/// a Reopen is itself a barrier that waits for finality. Waiting for finality there cost about
+/// 13 s (32 slots) on the local validator.
+pub fn barrier(item: &Item) -> Option<Settle> {
     match item.kind {
-        Kind::Reopen | Kind::Close => true,
-        Kind::Seal => item.subject == Subject::Chunk(0),
-        // A run's transactions go one at a time, each after the previous one landed, and
-        // every Step names the cursor it expects: a late or repeated step is refused
-        // (StaleCursor, RunEnded, or no run account) instead of changing another run.
-        Kind::Create | Kind::Write | Kind::StartRun | Kind::Step | Kind::CloseRun => false,
+        Kind::Reopen | Kind::Close => Some(Settle::Final),
+        Kind::Seal if item.subject == Subject::Chunk(0) => Some(Settle::Landed),
+        Kind::Seal => None,
+        // A step advances its run from wherever it stands, and a late one after the run
+        // ended is refused (RunEnded, or no run account) instead of changing another run.
+        Kind::Create | Kind::Write | Kind::StartRun | Kind::Step | Kind::CloseRun => None,
     }
 }
 
@@ -583,6 +602,10 @@ impl<'a, T: Transport> Engine<'a, T> {
     /// again). The ledger holds what every engine over the transport sent, including
     /// operations that stopped on an error or were dropped mid-run.
     pub async fn settle(&mut self) -> Result<(), Error> {
+        self.settle_to(Settle::Final).await
+    }
+
+    async fn settle_to(&mut self, to: Settle) -> Result<(), Error> {
         let started = Instant::now();
         loop {
             let pending = self.transport.ledger().pending();
@@ -591,17 +614,31 @@ impl<'a, T: Transport> Engine<'a, T> {
             }
             let signatures: Vec<Signature> = pending.iter().map(|s| s.signature).collect();
             let finalized = self.transport.finalized(&signatures).await?;
-            if finalized.len() != signatures.len() {
+            // Landed is not final: those stay in the ledger for a later barrier that needs
+            // finality; only final or expired ones leave it.
+            let landed: Vec<bool> = match to {
+                Settle::Final => finalized.clone(),
+                Settle::Landed => self
+                    .transport
+                    .statuses(&signatures)
+                    .await?
+                    .iter()
+                    .map(|s| matches!(s, TxStatus::Landed(_)))
+                    .collect(),
+            };
+            if finalized.len() != signatures.len() || landed.len() != signatures.len() {
                 return Err(Error::Transport(format!(
-                    "{} returned {} finality answers for {} signatures",
+                    "{} returned {} finality and {} status answers for {} signatures",
                     self.transport.describe(),
                     finalized.len(),
+                    landed.len(),
                     signatures.len()
                 )));
             }
             let mut settled = HashSet::new();
+            let mut waited = 0;
             let mut expired: HashMap<Hash, bool> = HashMap::new();
-            for (sent, done) in pending.iter().zip(finalized) {
+            for ((sent, done), landed) in pending.iter().zip(finalized).zip(landed) {
                 let done = done
                     || match expired.get(&sent.blockhash) {
                         Some(e) => *e,
@@ -616,16 +653,22 @@ impl<'a, T: Transport> Engine<'a, T> {
                     };
                 if done {
                     settled.insert(sent.signature);
+                } else if !landed {
+                    waited += 1;
                 }
             }
             self.transport.ledger().settled(&settled);
-            if settled.len() == pending.len() {
+            if waited == 0 {
                 return Ok(());
             }
             if started.elapsed() > SETTLE_WAIT {
                 return Err(Error::Stalled(format!(
-                    "{} of the transactions sent earlier were neither final nor expired after {} s on {}",
-                    pending.len() - settled.len(),
+                    "{} of the transactions sent earlier were neither {} nor expired after {} s on {}",
+                    waited,
+                    match to {
+                        Settle::Final => "final",
+                        Settle::Landed => "landed",
+                    },
                     SETTLE_WAIT.as_secs(),
                     self.transport.describe()
                 )));
@@ -684,12 +727,13 @@ impl<'a, T: Transport> Engine<'a, T> {
             if stop_on_failure && !failures.is_empty() {
                 queue.clear();
             }
-            let barrier = queue.front().is_some_and(|(item, _)| is_barrier(item));
-            if barrier && in_flight.is_empty() {
+            let barrier = queue.front().and_then(|(item, _)| barrier(item));
+            if let (Some(to), true) = (barrier, in_flight.is_empty()) {
                 let t = Instant::now();
-                self.settle().await?;
+                self.settle_to(to).await?;
                 self.timeline.settling += t.elapsed();
             }
+            let barrier = barrier.is_some();
             if in_flight.len() < window && !queue.is_empty() && (!barrier || in_flight.is_empty()) {
                 let t = Instant::now();
                 let (blockhash, last_valid) = self.fresh_blockhash().await?;

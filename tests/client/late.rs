@@ -1,6 +1,6 @@
 //! Transactions signed earlier that land late: before a Reopen, a Close or a start seal
-//! (chunk 0) the client waits until everything sent through the transport is final or past
-//! its blockhash's life (`Engine::settle`, the transport's ledger). Each test holds back a
+//! (chunk 0) the client waits until everything sent through the transport is final (for a
+//! start seal: landed) or past its blockhash's life (`Engine::settle`, the transport's ledger). Each test holds back a
 //! transaction of an earlier run, delivers it right after the barrier it threatens, and
 //! checks that it was refused as expired: without the wait it lands (its blockhash lives
 //! about a second on the bank) and the end state differs.
@@ -198,8 +198,9 @@ async fn a_late_close_cannot_close_the_model_published_again() {
 
 /// A Write sent earlier (recorded in the ledger as the engine records what it sends, here
 /// one carrying a wrong byte) that has not landed holds the start seal back until it can no
-/// longer land: delivered between chunks 0 and 1 it is refused, and the pass seals. Landing
-/// there, it would change section 1 before its chunks are hashed: Mismatch.
+/// longer land: delivered between chunks 0 and 1 it is refused, and the pass seals. (Landing
+/// there it would be refused too, SectionFrozen: chunk 0 freezes every section. The start
+/// seal waits for what was sent before it to land or expire, not for finality.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_seal_waits_for_a_write_sent_earlier() {
     let artifact = stories260k_artifact();
