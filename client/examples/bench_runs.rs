@@ -309,7 +309,15 @@ async fn main() {
     } else {
         &["stories260K", "stories15M"]
     };
-    for &name in models {
+    // CURTA_BENCH_ONLY=MODEL[:MODE]: one model (and one of sequential, pipelined) alone.
+    let only = std::env::var("CURTA_BENCH_ONLY").unwrap_or_default();
+    let wanted = |name: &str, mode: &str| {
+        only.is_empty() || only == name || only == format!("{name}:{mode}")
+    };
+    for &name in models
+        .iter()
+        .filter(|&&n| wanted(n, "pipelined") || wanted(n, "sequential"))
+    {
         let artifact = if name == "stories15M" {
             stories15m.clone()
         } else {
@@ -319,14 +327,21 @@ async fn main() {
             curta_client::publish(&transport, &runner, &artifact, true, &Options::default())
                 .await
                 .unwrap();
-        // One step in flight (a limit that admits one step), then the client's window.
-        let sequential = Some(STEP_UNITS as u64 + 20_000);
-        for (nonce, (mode, units)) in [("sequential", sequential), ("pipelined", None)]
+        // One step in flight (a limit under one step's units), then the client's window.
+        let sequential = Some(STEP_UNITS as u64 / 4);
+        // CURTA_BENCH_ACCOUNT_UNITS: the pipelined run's limit (the cluster's by default).
+        let pipelined = std::env::var("CURTA_BENCH_ACCOUNT_UNITS")
+            .ok()
+            .map(|units| units.parse().expect("CURTA_BENCH_ACCOUNT_UNITS: a number"));
+        for (nonce, (mode, units)) in [("sequential", sequential), ("pipelined", pipelined)]
             .into_iter()
             .enumerate()
         {
             // One step a slot: the stories15M shape's 64 tokens would take 20 minutes; its
             // first 8 take as many steps each (47 at position 1, 49 at 64: docs/program.md).
+            if !wanted(name, mode) {
+                continue;
+            }
             let tokens = match (name, mode) {
                 ("stories15M", "sequential") => tokens.min(8),
                 _ => tokens,

@@ -41,7 +41,8 @@ pub struct RunArgs {
     pub nonce: Option<u32>,
     /// With --on-chain: the compute units a block gives one writable account [default: read
     /// from the cluster's features: 40,000,000 with SIMD-0286, 24,000,000 with SIMD-0306,
-    /// else 12,000,000]; the steps in flight are this over a step's 1,250,000
+    /// else 12,000,000]; the steps in flight are three times this over a step's 1,250,000 (a
+    /// limit under a step's units: one step at a time)
     #[arg(long, requires = "on_chain", value_name = "UNITS")]
     pub account_cu_limit: Option<u64>,
     /// Off chain: the threads a matrix stage's rows are split across (the same tokens for any

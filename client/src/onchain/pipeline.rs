@@ -1,7 +1,8 @@
-//! Steps in flight: as many as the run account can take in one block. A block gives each
+//! Steps in flight: as many as the run account can take in three blocks. A block gives each
 //! writable account a share of its compute units, and the cost model reserves every
-//! transaction's *requested* units against it, so the window is that share over what a step
-//! requests.
+//! transaction's *requested* units against it, so a block's worth is that share over what a
+//! step requests; three blocks' worth keep the run account busy while the client waits for
+//! confirmations ([`BLOCKS_IN_FLIGHT`]).
 
 use crate::transport::Transport;
 use crate::Error;
@@ -73,7 +74,16 @@ pub async fn account_limit<T: Transport>(t: &T, flag: Option<u64>) -> Result<Acc
     })
 }
 
-/// Steps in flight for a per-account limit: at least one.
+/// Blocks' worth of steps kept in flight: one block's worth landing, one landed and being
+/// confirmed (the client refills the window as steps are confirmed, about two slots after
+/// they were sent), one waiting at the leader. With one block's worth the run account sat
+/// idle while the window refilled: stories260K's 64 tokens took 5 to 6 slots on the local
+/// validator (38% to 45% of the per-account limit); with three, 3 slots, the fewest its
+/// 90M units can take at 40M a block (docs/program.md, "What bounds a token on a cluster").
+pub const BLOCKS_IN_FLIGHT: u64 = 3;
+
+/// Steps in flight for a per-account limit: [`BLOCKS_IN_FLIGHT`] times what a block gives the
+/// run account over what a step requests, at least one.
 pub fn step_window(limit: u64) -> usize {
-    (limit / (STEP_UNITS as u64 + STEP_OVERHEAD)).max(1) as usize
+    (BLOCKS_IN_FLIGHT * limit / (STEP_UNITS as u64 + STEP_OVERHEAD)).max(1) as usize
 }
