@@ -256,6 +256,21 @@ struct Prepared {
     tickets: Cell<u32>,
 }
 
+impl Prepared {
+    /// Steps in flight under a per-account limit of `limit` units: three blocks' worth
+    /// ([`step_window`]) when every step carries every section, so that any step does any
+    /// item wherever it lands; one block's worth otherwise: a step carries the sections of the
+    /// steps planned around it, and the further ahead steps are sent, the more of them land
+    /// where the run needs a section they do not carry (refused, `SectionNotLoaded`, and sent
+    /// again).
+    fn window(&self, limit: u64) -> usize {
+        match self.carries_all {
+            true => step_window(limit),
+            false => (step_window(limit) / pipeline::BLOCKS_IN_FLIGHT as usize).max(1),
+        }
+    }
+}
+
 /// What the run address holds, checked against this request.
 enum Existing {
     /// Nothing, or lamports someone sent there (the start tops them up instead of creating).
@@ -289,7 +304,7 @@ pub async fn run_on_chain<T: Transport>(
         t,
         runner,
         request.compute_unit_price,
-        Some(step_window(limit.units)),
+        Some(p.window(limit.units)),
         Bars::hidden(),
     )
     .with_format(choice.format);
@@ -351,7 +366,7 @@ pub async fn run_on_chain<T: Transport>(
             Some(_) => 0,
         },
         steps_landed,
-        window: step_window(limit.units),
+        window: p.window(limit.units),
         account_limit: limit,
         step_unit_limit: pipeline::STEP_UNITS,
         resumed_from,
@@ -820,7 +835,7 @@ async fn encode<T: Transport>(
             .map_err(diverged)?;
         // The encoding reads section zero only.
         let items = ctx.next_steps(&vec![0; left.max(1) as usize], 0);
-        let failures = engine.run(items, step_window(limit.units), false).await?;
+        let failures = engine.run(items, ctx.p.window(limit.units), false).await?;
         sent += left.max(1) - failures.len() as u32;
         // A step of ours that landed after the encoding ended (a stranger's steps did part of
         // it) steps the run itself: refused with SectionNotLoaded where it carries section
@@ -939,11 +954,11 @@ async fn drive<T: Transport>(
         if reads.is_empty() {
             reads.push(0);
         }
-        let items = ctx.next_steps(&reads, step_window(limit.units));
+        let items = ctx.next_steps(&reads, ctx.p.window(limit.units));
         let count = items.len() as u32;
         let done = Cell::new(false);
         let sending = async {
-            let result = engine.run(items, step_window(limit.units), false).await;
+            let result = engine.run(items, ctx.p.window(limit.units), false).await;
             done.set(true);
             result.map_err(RunOnChainError::from)
         };
