@@ -91,7 +91,9 @@ pub(super) fn process_seal(
     } else {
         weight_info
     };
-    let data = section_data(program_id, &model, model_info, weight_info, section)?;
+    // SAFETY: the one weight account this seal borrows before `freeze_later`, which borrows
+    // only accounts at other sections' recorded addresses.
+    let data = unsafe { section_data(program_id, &model, model_info, weight_info, section)? };
 
     if authority.is_some() {
         // Every section frozen before its first chunk is hashed: no hashed byte can change
@@ -120,8 +122,13 @@ pub(super) fn process_seal(
 /// its header (this model, this section, the declared length), and nothing changes that header
 /// or the account's size afterwards: at that address the header is not read again. Any other
 /// account is checked in full, for the reason it is refused.
+///
+/// # Safety
+/// No other borrow of `weight_info`'s data may exist (the model's, the only other one, is
+/// told apart by address here).
 #[inline(always)]
-fn section_data<'a>(
+#[allow(clippy::mut_from_ref)] // the data lives in the runtime's input, as pinocchio's own
+unsafe fn section_data<'a>(
     program_id: &Pubkey,
     model: &ModelAccount,
     model_info: &AccountInfo,
@@ -135,8 +142,8 @@ fn section_data<'a>(
         return Err(CurtaError::NotInitialized.into());
     }
     owned(weight_info, program_id)?;
-    // SAFETY: the weight account is not the model (above), whose data is the only other
-    // borrow: the only borrow of these bytes.
+    // SAFETY: the weight account is not the model (above), and the caller holds no other
+    // borrow of it: the only borrow of these bytes.
     let data = unsafe { weight_info.borrow_mut_data_unchecked() };
     let declared_length = model.section_length(section);
     if !same_address(model.weight_account(section), weight_info.key())
