@@ -75,14 +75,39 @@ fn step_tx(
     )
 }
 
-/// Sends `txs` together (concurrently to the bank): each lands, or is refused as RunEnded.
-async fn land_together(bank: &mut Bank, txs: Vec<Transaction>) -> (usize, usize) {
+/// Sends `txs` together (concurrently to the bank) and returns each one's result.
+async fn process_together(
+    bank: &Bank,
+    txs: Vec<Transaction>,
+) -> Vec<Result<(), solana_program_test::BanksClientError>> {
     let client = bank.ctx.banks_client.clone();
-    let results = futures::future::join_all(txs.into_iter().map(|tx| {
+    futures::future::join_all(txs.into_iter().map(|tx| {
         let client = client.clone();
         async move { client.process_transaction(tx).await }
     }))
-    .await;
+    .await
+}
+
+/// A new fee payer holding 1 SOL from the context's payer; the blockhash refreshed after it.
+async fn funded_payer(bank: &mut Bank) -> Keypair {
+    let payer = Keypair::new();
+    bank.send(
+        &[solana_system_interface::instruction::transfer(
+            &bank.ctx.payer.pubkey(),
+            &payer.pubkey(),
+            1_000_000_000,
+        )],
+        &[],
+    )
+    .await
+    .unwrap();
+    bank.ctx.last_blockhash = bank.ctx.banks_client.get_latest_blockhash().await.unwrap();
+    payer
+}
+
+/// Sends `txs` together (concurrently to the bank): each lands, or is refused as RunEnded.
+async fn land_together(bank: &mut Bank, txs: Vec<Transaction>) -> (usize, usize) {
+    let results = process_together(bank, txs).await;
     let (mut ok, mut ended) = (0, 0);
     for result in results {
         match result {
@@ -300,18 +325,7 @@ async fn seals_of_a_section_land_in_any_order() {
     // Section 1's seals, shuffled, in flight together.
     let mut order: Vec<u32> = (zero..total).collect();
     Rng(42).shuffle(&mut order);
-    let other = Keypair::new();
-    bank.send(
-        &[solana_system_interface::instruction::transfer(
-            &bank.ctx.payer.pubkey(),
-            &other.pubkey(),
-            1_000_000_000,
-        )],
-        &[],
-    )
-    .await
-    .unwrap();
-    bank.ctx.last_blockhash = bank.ctx.banks_client.get_latest_blockhash().await.unwrap();
+    let other = funded_payer(&mut bank).await;
     let txs: Vec<Transaction> = order
         .iter()
         .enumerate()
@@ -325,12 +339,7 @@ async fn seals_of_a_section_land_in_any_order() {
             )
         })
         .collect();
-    let client = bank.ctx.banks_client.clone();
-    let results = futures::future::join_all(txs.into_iter().map(|tx| {
-        let client = client.clone();
-        async move { client.process_transaction(tx).await }
-    }))
-    .await;
+    let results = process_together(&bank, txs).await;
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
     let model = bank.model(&p.model).await;
     assert_eq!(model.state, ModelState::Sealed);
@@ -391,35 +400,15 @@ async fn seals_carrying_every_section_land_in_any_order() {
         (p.weights.clone(), total, CurtaError::UnexpectedChunk),
     ];
     for (weights, chunk, expected) in refusals {
-        let before = bank.snapshot(&watch).await;
-        assert_eq!(
-            bank.send(&[every(&weights, chunk)], &[]).await,
-            Err(err(expected))
-        );
-        assert_eq!(
-            bank.snapshot(&watch).await,
-            before,
-            "{expected:?} changed an account"
-        );
+        bank.refused(&[every(&weights, chunk)], &[], 0, custom(expected), &watch)
+            .await;
     }
     assert_eq!(bank.model(&p.model).await.seal_cursor, cursor);
 
     // Two other fee payers: the second sends the extra cranks, so that no two transactions
     // are the same bytes.
-    let (other, third) = (Keypair::new(), Keypair::new());
-    for payer in [&other, &third] {
-        bank.send(
-            &[solana_system_interface::instruction::transfer(
-                &bank.ctx.payer.pubkey(),
-                &payer.pubkey(),
-                1_000_000_000,
-            )],
-            &[],
-        )
-        .await
-        .unwrap();
-    }
-    bank.ctx.last_blockhash = bank.ctx.banks_client.get_latest_blockhash().await.unwrap();
+    let other = funded_payer(&mut bank).await;
+    let third = funded_payer(&mut bank).await;
     // Every chunk number after the cursor, shuffled, and three more by the third payer.
     let mut tickets: Vec<(u32, bool)> = (cursor..total).map(|c| (c, false)).collect();
     tickets.extend([(1, true), (total / 2, true), (total - 1, true)]);
@@ -445,12 +434,7 @@ async fn seals_carrying_every_section_land_in_any_order() {
             )
         })
         .collect();
-    let client = bank.ctx.banks_client.clone();
-    let results = futures::future::join_all(txs.into_iter().map(|tx| {
-        let client = client.clone();
-        async move { client.process_transaction(tx).await }
-    }))
-    .await;
+    let results = process_together(&bank, txs).await;
     let landed = results.iter().filter(|r| r.is_ok()).count() as u32;
     assert_eq!(landed, total - cursor, "{results:?}");
     for result in results.into_iter().filter_map(Result::err) {

@@ -417,11 +417,6 @@ impl<'a> ModelAccount<'a> {
         );
     }
 
-    /// Whether every section has its weight account.
-    pub fn all_weights_bound(&self) -> bool {
-        (0..self.section_count()).all(|s| !all_zero(self.weight_account(s)))
-    }
-
     /// The running hash, to chain a chunk into in place.
     pub fn running_hash_mut(&mut self) -> &mut Address {
         (&mut self.data[model_field::RUNNING_HASH..model_field::RUNNING_HASH + 32])
