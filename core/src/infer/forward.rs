@@ -21,16 +21,12 @@
 //! `kernels/`, one set per target behind one contract; the program's (SBF) row and head loops
 //! are `rows_into` and `head::attention_head_rows`.
 
-#[cfg(not(target_os = "solana"))]
-use super::fixed::exp_index;
 use super::fixed::{mul_q24, saturate, shift_round, InvRms, RMS_EPSILON, TABLE_LAST};
 pub use super::kernels::Path;
 #[cfg(not(target_os = "solana"))]
 use super::kernels::{with_path, Kernels, Vector};
 use super::model::Rows;
 use super::state::{get, set};
-#[cfg(not(target_os = "solana"))]
-use super::state::{get_u32, set_u32, word};
 use crate::{Block, Metadata, WEIGHT_BIAS};
 
 /// The longest input vector: the hidden dimension's limit.
@@ -568,54 +564,21 @@ unsafe fn attention_head_with<K: Kernels>(
         *v = get(q, j) as i64;
     }
     let query = &query[..head_size];
-    let head = 4 * kv_offset..4 * (kv_offset + head_size);
     let row_len = 4 * kv_dim;
-    let keys = keys.chunks_exact(row_len).take(positions);
-    let max = scores::<K>(query, q, keys, head.clone(), inv_sqrt, att);
-    let reciprocal = softmax(&mut att[..4 * positions], max, exp);
+    let att = &mut att[..4 * positions];
+    let keys = &keys[..positions * row_len];
+    let max = K::scores(query, q, keys, row_len, 4 * kv_offset, inv_sqrt, att);
+    let reciprocal = K::softmax(att, max, exp);
     let values = &values[..positions * row_len];
-    weighted_values::<K>(att, reciprocal, values, row_len, head.start, out, head_size)
-}
-
-/// att_t = q · k_t, rounded to 16 fractional bits, times header byte 68, saturated, for each
-/// cached key row; returns the highest.
-///
-/// # Safety
-/// `K::available()`.
-#[cfg(not(target_os = "solana"))]
-#[inline(always)]
-unsafe fn scores<'k, K: Kernels>(
-    query: &[i64],
-    q: &[u8],
-    keys: impl Iterator<Item = &'k [u8]>,
-    head: core::ops::Range<usize>,
-    inv_sqrt: u32,
-    att: &mut [u8],
-) -> i32 {
-    let mut max = i32::MIN;
-    for (k, a) in keys.zip(att.chunks_exact_mut(4)) {
-        let dot = K::head_dot(query, q, &k[head.clone()]);
-        let score = saturate(mul_q24(shift_round(dot, 16), inv_sqrt));
-        set(a, 0, score);
-        max = max.max(score);
-    }
-    max
-}
-
-/// The softmax's exponentials, in place of the scores: e_t = exp[round((max − score) / 2^8)]
-/// from the table; returns R = floor(2^62 / Σ e), so that the weights floor(e_t × R / 2^32)
-/// sum to at most 2^30.
-#[cfg(not(target_os = "solana"))]
-#[inline(always)]
-fn softmax(att: &mut [u8], max: i32, exp: &[u8]) -> u64 {
-    let mut total = 0u64;
-    for a in att.chunks_exact_mut(4) {
-        let score = word(a);
-        let e = get_u32(exp, exp_index((max as i64 - score as i64) as u64));
-        set_u32(a, 0, e);
-        total += e as u64;
-    }
-    (1u64 << 62) / total
+    weighted_values::<K>(
+        att,
+        reciprocal,
+        values,
+        row_len,
+        4 * kv_offset,
+        out,
+        head_size,
+    )
 }
 
 /// Positions whose attention weights [`weighted_values`] computes at a time: their cached
@@ -651,10 +614,11 @@ unsafe fn weighted_values<K: Kernels>(
     let mut start = 0;
     while start < positions {
         let n = WEIGHTS_CHUNK.min(positions - start);
-        let exps = att[4 * start..4 * (start + n)].chunks_exact(4);
-        for (w, e) in weights[..n].iter_mut().zip(exps) {
-            *w = ((get_u32(e, 0) as u64 * reciprocal) >> 32) as u32;
-        }
+        K::weights(
+            &att[4 * start..4 * (start + n)],
+            reciprocal,
+            &mut weights[..n],
+        );
         let rows = &values[start * row_len..(start + n) * row_len];
         K::accumulate(&mut acc[..head_size], &weights[..n], rows, row_len, offset);
         start += n;
@@ -701,7 +665,117 @@ pub fn gated(silu_table: &[u8], gate: i32, up: i32) -> i32 {
 mod tests {
     use super::*;
     use crate::infer::kernels::portable::halves_dot;
+    use crate::infer::state::word;
     use std::vec::Vec;
+
+    /// A CPU with a set's features takes the set: its known-answer check (`available`) passed
+    /// here, so the tests below run it.
+    #[test]
+    fn a_cpu_with_the_features_runs_their_set() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let avx512 = ["avx512f", "avx512bw", "avx512vl", "avx512vnni"];
+            let has = |f: &str| match f {
+                "avx512f" => std::is_x86_feature_detected!("avx512f"),
+                "avx512bw" => std::is_x86_feature_detected!("avx512bw"),
+                "avx512vl" => std::is_x86_feature_detected!("avx512vl"),
+                "avx512vnni" => std::is_x86_feature_detected!("avx512vnni"),
+                _ => std::is_x86_feature_detected!("avx2"),
+            };
+            if avx512.iter().all(|f| has(f)) {
+                assert!(Path::all().contains(&Path::Avx512), "AVX-512 disagreed");
+                assert_eq!(Path::detect(), Path::Avx512);
+            }
+            if has("avx2") {
+                assert!(Path::all().contains(&Path::Avx2), "AVX2 disagreed");
+            }
+        }
+    }
+
+    /// Every kernel set's scores, exponentials and weights equal the portable ones, value by
+    /// value: head sizes 1 to 64, 1 to 300 positions (every tail of the vector loops), queries
+    /// of 28 bits (scores saturate) and of 14 (they spread), scales below 2^24 and from 2^31
+    /// on, the artifact's exponential table, and R = 2^32 (one position).
+    #[test]
+    fn every_path_scores_and_weighs_alike() {
+        use crate::infer::kernels::portable::Portable;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || crate::infer::next_random(&mut seed);
+        let exp: Vec<u8> = (0..=TABLE_LAST)
+            .flat_map(|i| {
+                (((1u64 << 30) as f64 * (-(i as f64) / 256.0).exp()) as u32).to_le_bytes()
+            })
+            .collect();
+        let cases = [
+            (8, 1),
+            (8, 7),
+            (8, 8),
+            (8, 9),
+            (8, 17),
+            (8, 256),
+            (48, 33),
+            (64, 300),
+            (3, 15),
+            (13, 16),
+            (1, 40),
+        ];
+        for (round, &(head_size, positions)) in cases.iter().enumerate() {
+            let row_len = 4 * (2 * head_size + 1);
+            let offset = 4 * (round % 2) * head_size;
+            let keys: Vec<u8> = (0..positions * row_len / 4)
+                .flat_map(|_| ((next() % (1 << 28)) as i32 - (1 << 27)).to_le_bytes())
+                .collect();
+            for shift in [0, 14] {
+                let q: Vec<u8> = (0..head_size)
+                    .flat_map(|_| {
+                        (((next() % (1 << 28)) as i32 - (1 << 27)) >> shift).to_le_bytes()
+                    })
+                    .collect();
+                let query: Vec<i64> = q.chunks_exact(4).map(|v| word(v) as i64).collect();
+                let inv_sqrt = match (round + shift) % 3 {
+                    0 => next() as u32 | 1 << 31,
+                    _ => (next() % (1 << 24)) as u32,
+                };
+                let mut expected = vec![0u8; 4 * positions];
+                // SAFETY: the portable set runs everywhere.
+                let max = unsafe {
+                    Portable::scores(&query, &q, &keys, row_len, offset, inv_sqrt, &mut expected)
+                };
+                let reciprocal = unsafe { Portable::softmax(&mut expected.clone(), max, &exp) };
+                let mut exps = expected.clone();
+                unsafe { Portable::softmax(&mut exps, max, &exp) };
+                let mut weights = vec![0u32; positions];
+                unsafe { Portable::weights(&exps, reciprocal, &mut weights) };
+                let spread = expected
+                    .chunks_exact(4)
+                    .filter(|v| word(v).abs() < 1 << 27)
+                    .count();
+                if shift == 14 && inv_sqrt < 1 << 24 {
+                    assert!(2 * spread > positions, "case {round}: the scores spread");
+                }
+                for path in Path::all() {
+                    let case = format!("{path:?}, case {round}, shift {shift}");
+                    let mut att = vec![0u8; 4 * positions];
+                    let got = with_path!(path, K => K::scores(&query, &q, &keys, row_len, offset, inv_sqrt, &mut att));
+                    assert_eq!((got, &att), (max, &expected), "scores, {case}");
+                    let r = with_path!(path, K => K::softmax(&mut att, max, &exp));
+                    assert_eq!((r, &att), (reciprocal, &exps), "exponentials, {case}");
+                    let mut w = vec![0u32; positions];
+                    with_path!(path, K => K::weights(&att, r, &mut w));
+                    assert_eq!(w, weights, "weights, {case}");
+                }
+            }
+        }
+        // R = 2^32: a single position's exponential is the whole sum.
+        for path in Path::all() {
+            let mut att = 0i32.to_le_bytes().to_vec();
+            let r = with_path!(path, K => K::softmax(&mut att, 0, &exp));
+            assert_eq!(r, 1 << 32, "{path:?}");
+            let mut w = [0u32; 1];
+            with_path!(path, K => K::weights(&att, r, &mut w));
+            assert_eq!(w[0], 1 << 30, "{path:?}");
+        }
+    }
 
     /// Every kernel set this machine runs (portable, AVX2, AVX-512 VNNI) gives the same exact
     /// row sums as Σ w × x in i64 — one row ([`Kernels::dot`]), four rows

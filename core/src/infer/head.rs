@@ -196,15 +196,19 @@ mod tests {
     /// The program's head and every off-chain kernel set's head this machine runs (portable,
     /// AVX2, AVX-512) give the same bytes (outputs and the att scratch) and sum: seeded random
     /// caches at the ends of the value range, head sizes 1 to 64 (whole groups of four and
-    /// remainders), grouped key heads, up to 300 positions, and an exponential table whose
-    /// entries use all 32 bits.
+    /// remainders), grouped key heads, up to 300 positions, an exponential table whose entries
+    /// use all 32 bits and one that starts at 2^30 as the artifact's does (where a single
+    /// position makes R = 2^32), and scales (header byte 68) below 2^24 and from 2^31 on.
     #[test]
     fn the_programs_head_is_the_portable_head() {
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         let mut next = move || next_random(&mut seed);
-        let exp: Vec<u8> = (0..=TABLE_LAST as u64)
-            .flat_map(|i| ((u32::MAX as u64 >> (i / 128)) as u32).to_le_bytes())
-            .collect();
+        let table = |top: u64| -> Vec<u8> {
+            (0..=TABLE_LAST as u64)
+                .flat_map(|i| ((top >> (i / 128)) as u32).to_le_bytes())
+                .collect()
+        };
+        let (wide, artifact_like) = (table(u32::MAX as u64), table(1 << 30));
         let cases = [
             (1, 1, 1),
             (8, 4, 1),
@@ -214,8 +218,16 @@ mod tests {
             (6, 3, 7),
             (2, 1, 9),
             (10, 2, 33),
+            (8, 4, 1),
+            (16, 2, 17),
+            (48, 1, 9),
         ];
         for (round, &(head_size, kv_heads, positions)) in cases.iter().enumerate() {
+            let exp = if round % 2 == 0 {
+                &wide
+            } else {
+                &artifact_like
+            };
             let kv_dim = head_size * kv_heads;
             let mut value = |i: u64| -> [u8; 4] {
                 let v = match (round + i as usize) % 5 {
@@ -231,8 +243,14 @@ mod tests {
             let values: Vec<u8> = (0..(positions * kv_dim) as u64)
                 .flat_map(&mut value)
                 .collect();
-            let query: Vec<u8> = (0..head_size as u64).flat_map(&mut value).collect();
-            let inv_sqrt = (next() % (1 << 24)) as u32;
+            // In odd rounds a query of 16 bits, so that the scores spread instead of saturating.
+            let query: Vec<u8> = (0..head_size as u64)
+                .flat_map(|i| (i32::from_le_bytes(value(i)) >> (12 * (round % 2))).to_le_bytes())
+                .collect();
+            let inv_sqrt = match round % 3 {
+                2 => next() as u32 | 1 << 31,
+                _ => (next() % (1 << 24)) as u32,
+            };
             for kv_head in 0..kv_heads {
                 let (mut att_a, mut out_a) = (vec![0u8; 4 * positions], vec![0u8; 4 * head_size]);
                 let (mut att_b, mut out_b) = (att_a.clone(), out_a.clone());
@@ -242,7 +260,7 @@ mod tests {
                         attention_head_on(
                             $path,
                             inv_sqrt,
-                            &exp,
+                            exp,
                             &query,
                             &keys,
                             &values,
@@ -263,7 +281,7 @@ mod tests {
                     offset: 4 * kv_head * head_size,
                     positions,
                     inv_sqrt,
-                    exp: &exp,
+                    exp,
                     att: &mut att_b,
                     out: &mut out_b,
                 });

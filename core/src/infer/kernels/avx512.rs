@@ -66,6 +66,40 @@ impl Kernels for Avx512 {
     ) {
         accumulate(acc, weights, rows, row_len, offset)
     }
+
+    #[inline(always)]
+    unsafe fn scores(
+        query: &[i64],
+        q: &[u8],
+        keys: &[u8],
+        row_len: usize,
+        offset: usize,
+        inv_sqrt: u32,
+        att: &mut [u8],
+    ) -> i32 {
+        // `vpmuldq` takes the scale as a signed 32-bit value.
+        if inv_sqrt > i32::MAX as u32 {
+            return super::portable::Portable::scores(
+                query, q, keys, row_len, offset, inv_sqrt, att,
+            );
+        }
+        scores(q, keys, row_len, offset, inv_sqrt, att)
+    }
+
+    #[inline(always)]
+    unsafe fn softmax(att: &mut [u8], max: i32, exp: &[u8]) -> u64 {
+        softmax(att, max, exp)
+    }
+
+    #[inline(always)]
+    unsafe fn weights(exps: &[u8], reciprocal: u64, weights: &mut [u32]) {
+        // `vpmuludq` takes R as an unsigned 32-bit value (R reaches 2^32 only when a single
+        // exponential makes the whole sum).
+        if reciprocal > u32::MAX as u64 {
+            return super::portable::Portable::weights(exps, reciprocal, weights);
+        }
+        weights_of(exps, reciprocal as u32, weights)
+    }
 }
 
 /// `f()` compiled with the set's features (inlined here).
@@ -317,6 +351,158 @@ pub unsafe fn accumulate(
     }
 }
 
+/// Eight vectors of eight i64 lanes → one vector whose lane i is the sum of `v[i]`'s lanes (a
+/// transposing tree of adds: pairs within 128-bit lanes, then across them twice).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn sums8(v: &[__m512i; 8]) -> __m512i {
+    // Per 128-bit lane L: [Σ of a's lane pair L, Σ of b's].
+    let pair = |a, b| _mm512_add_epi64(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+    // [a.L0 + a.L1, a.L2 + a.L3, b.L0 + b.L1, b.L2 + b.L3] by 128-bit lanes.
+    let across = |a, b| {
+        _mm512_add_epi64(
+            _mm512_shuffle_i64x2::<0b10_00_10_00>(a, b),
+            _mm512_shuffle_i64x2::<0b11_01_11_01>(a, b),
+        )
+    };
+    let low = across(pair(v[0], v[1]), pair(v[2], v[3]));
+    let high = across(pair(v[4], v[5]), pair(v[6], v[7]));
+    across(low, high)
+}
+
+/// The scores of eight positions from their dot products (i64 lanes): round to 16 fractional
+/// bits, times `scale` (header byte 68, below 2^31) as `mul_q24` does (hi × scale + round(lo ×
+/// scale / 2^24), hi = v >> 24 within ±2^20 for |dot| < 2^60), saturated.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn finish_scores(dots: __m512i, scale: __m512i) -> __m512i {
+    let v = _mm512_srai_epi64::<16>(_mm512_add_epi64(dots, _mm512_set1_epi64(1 << 15)));
+    let hi = _mm512_mul_epi32(_mm512_srai_epi64::<24>(v), scale);
+    let lo = _mm512_mul_epu32(_mm512_and_si512(v, _mm512_set1_epi64(0xFF_FFFF)), scale);
+    let lo = _mm512_srli_epi64::<24>(_mm512_add_epi64(lo, _mm512_set1_epi64(1 << 23)));
+    let limit = crate::infer::fixed::ACT_LIMIT;
+    let v = _mm512_add_epi64(hi, lo);
+    _mm512_min_epi64(
+        _mm512_max_epi64(v, _mm512_set1_epi64(-limit)),
+        _mm512_set1_epi64(limit),
+    )
+}
+
+/// [`Kernels::scores`] eight positions a turn: each position's products in eight 64-bit lanes
+/// per eight values of the head (`vpmuldq`, the query loaded once), the eight positions' sums
+/// reduced together ([`sums8`]), finished and stored together. `inv_sqrt` below 2^31.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+pub unsafe fn scores(
+    q: &[u8],
+    keys: &[u8],
+    row_len: usize,
+    offset: usize,
+    inv_sqrt: u32,
+    att: &mut [u8],
+) -> i32 {
+    let n = q.len() / 4;
+    let positions = att.len() / 4;
+    assert!((1..=64).contains(&n) && positions >= 1 && inv_sqrt <= i32::MAX as u32);
+    assert!((positions - 1) * row_len + offset + 4 * n <= keys.len());
+    let groups = n.div_ceil(8);
+    let masks: [__mmask8; 8] = core::array::from_fn(|g| mask8(n.saturating_sub(8 * g).min(8)));
+    let mut query = [_mm512_setzero_si512(); 8];
+    for g in 0..groups {
+        let p = q.as_ptr().add(32 * g) as *const i32;
+        query[g] = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(masks[g], p));
+    }
+    let scale = _mm512_set1_epi64(inv_sqrt as i64);
+    let mut max = _mm512_set1_epi64(i32::MIN as i64);
+    let key = |t: usize| keys.as_ptr().add(t * row_len + offset) as *const i32;
+    let dot = |k: *const i32| {
+        let mut acc = _mm512_setzero_si512();
+        for g in 0..groups {
+            let v = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(masks[g], k.add(8 * g)));
+            acc = _mm512_add_epi64(acc, _mm512_mul_epi32(query[g], v));
+        }
+        acc
+    };
+    let out = att.as_mut_ptr() as *mut i32;
+    let mut t = 0;
+    // SAFETY (every key load): position t's head lies in `keys` (the assert above); att holds
+    // `positions` values.
+    while t < positions {
+        let m = mask8((positions - t).min(8));
+        let mut products = [_mm512_setzero_si512(); 8];
+        for (i, p) in products.iter_mut().enumerate() {
+            if m & (1 << i) != 0 {
+                *p = dot(key(t + i));
+            }
+        }
+        let s = finish_scores(sums8(&products), scale);
+        max = _mm512_mask_max_epi64(max, m, max, s);
+        _mm512_mask_cvtepi64_storeu_epi32(out.add(t), m, s);
+        t += 8;
+    }
+    _mm512_reduce_max_epi64(max) as i32
+}
+
+/// [`Kernels::softmax`] sixteen positions a turn: the index of each exponential in 32-bit
+/// lanes (max − score ≤ 2^28), the table read by a gather, the sum in 64-bit lanes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+pub unsafe fn softmax(att: &mut [u8], max: i32, exp: &[u8]) -> u64 {
+    let positions = att.len() / 4;
+    let last = crate::infer::fixed::TABLE_LAST;
+    assert!(exp.len() >= 4 * (last + 1));
+    let p = att.as_mut_ptr() as *mut i32;
+    let (top, half, end) = (
+        _mm512_set1_epi32(max),
+        _mm512_set1_epi32(128),
+        _mm512_set1_epi32(last as i32),
+    );
+    let mut total = _mm512_setzero_si512();
+    let mut t = 0;
+    // SAFETY: values t..t + 16 of att, masked at the end; every index is at most TABLE_LAST.
+    while t < positions {
+        let rem = positions - t;
+        let m: __mmask16 = if rem >= 16 { !0 } else { (1 << rem) - 1 };
+        let score = _mm512_maskz_loadu_epi32(m, p.add(t));
+        let d = _mm512_add_epi32(_mm512_sub_epi32(top, score), half);
+        let index = _mm512_min_epu32(_mm512_srli_epi32::<8>(d), end);
+        let e = _mm512_mask_i32gather_epi32::<4>(
+            _mm512_setzero_si512(),
+            m,
+            index,
+            exp.as_ptr() as *const i32,
+        );
+        _mm512_mask_storeu_epi32(p.add(t), m, e);
+        let low = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(e));
+        let high = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(e));
+        total = _mm512_add_epi64(total, _mm512_add_epi64(low, high));
+        t += 16;
+    }
+    (1u64 << 62) / _mm512_reduce_add_epi64(total) as u64
+}
+
+/// [`Kernels::weights`] eight a turn (`vpmuludq`: e × R in 64 bits, R below 2^32).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+pub unsafe fn weights_of(exps: &[u8], reciprocal: u32, weights: &mut [u32]) {
+    let n = exps.len() / 4;
+    assert!(weights.len() >= n);
+    let (e, w) = (
+        exps.as_ptr() as *const i32,
+        weights.as_mut_ptr() as *mut i32,
+    );
+    let r = _mm512_set1_epi64(reciprocal as i64);
+    let mut t = 0;
+    // SAFETY: values t..t + 8 of both, masked at the end.
+    while t < n {
+        let m = mask8((n - t).min(8));
+        let v = _mm512_cvtepu32_epi64(_mm256_maskz_loadu_epi32(m, e.add(t)));
+        let product = _mm512_srli_epi64::<32>(_mm512_mul_epu32(v, r));
+        _mm512_mask_cvtepi64_storeu_epi32(w.add(t), m, product);
+        t += 8;
+    }
+}
+
 /// A known-answer check of every kernel of the set against exact sums and the portable
 /// kernels, run once before the set is first taken (about a million multiply-accumulates):
 /// every column count from 1 to 130 and 172, 288, 2,048 at the activations' extremes and on
@@ -399,7 +585,54 @@ unsafe fn agrees() -> bool {
         let (mut a, mut b) = (std::vec![3i64; head_size], std::vec![3i64; head_size]);
         accumulate(&mut a, &weights, &values, row_len, 8);
         portable::accumulate(&mut b, &weights, &values, row_len, 8);
-        if a != b {
+        if a != b || !head_agrees(q, &values, row_len, &mut next) {
+            return false;
+        }
+    }
+    true
+}
+
+/// [`scores`], [`softmax`] and [`weights_of`] against the portable set's, over `values` as
+/// the cached keys (rows of `row_len` bytes, the head's key from byte 8): the query as given
+/// (most scores saturate) and narrowed to 16 bits (the scores spread), the artifact's
+/// exponential table (e^(−i/256) × 2^30).
+///
+/// # Safety
+/// The set's features.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn head_agrees(
+    q: &[u8],
+    values: &[u8],
+    row_len: usize,
+    next: &mut impl FnMut() -> u64,
+) -> bool {
+    use super::portable::Portable;
+    use crate::infer::state::word;
+    use std::vec::Vec;
+    let exp: Vec<u8> = (0..=crate::infer::fixed::TABLE_LAST)
+        .flat_map(|i| (((1u64 << 30) as f64 * (-(i as f64) / 256.0).exp()) as u32).to_le_bytes())
+        .collect();
+    let positions = values.len() / row_len;
+    for shift in [0, 12] {
+        let q: Vec<u8> = q
+            .chunks_exact(4)
+            .flat_map(|v| (word(v) >> shift).to_le_bytes())
+            .collect();
+        let query: Vec<i64> = q.chunks_exact(4).map(|v| word(v) as i64).collect();
+        let inv_sqrt = (next() % (1 << 24)) as u32;
+        let (mut a, mut b) = (std::vec![0u8; 4 * positions], std::vec![0u8; 4 * positions]);
+        let max = scores(&q, values, row_len, 8, inv_sqrt, &mut a);
+        if max != Portable::scores(&query, &q, values, row_len, 8, inv_sqrt, &mut b) || a != b {
+            return false;
+        }
+        let reciprocal = softmax(&mut a, max, &exp);
+        if reciprocal != Portable::softmax(&mut b, max, &exp) || a != b {
+            return false;
+        }
+        let (mut wa, mut wb) = (std::vec![0u32; positions], std::vec![0u32; positions]);
+        weights_of(&a, reciprocal as u32, &mut wa);
+        Portable::weights(&a, reciprocal, &mut wb);
+        if wa != wb {
             return false;
         }
     }

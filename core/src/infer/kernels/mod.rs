@@ -12,6 +12,11 @@
 //! `forward::tests::every_kernel_gives_the_same_integers` runs each one this machine has on the
 //! same inputs.
 
+#[cfg(not(target_os = "solana"))]
+use super::fixed::{exp_index, mul_q24, saturate, shift_round};
+#[cfg(not(target_os = "solana"))]
+use super::state::{get_u32, set, set_u32, word};
+
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 pub mod avx2;
 // std only, so the workspace's Rust (the AVX-512 intrinsics are stable from 1.89); the no_std
@@ -94,6 +99,64 @@ pub trait Kernels {
         row_len: usize,
         offset: usize,
     );
+
+    /// A head's scores: att_t = q · k_t, rounded to 16 fractional bits, times header byte 68
+    /// (`inv_sqrt`), saturated, for each of the `att.len() / 4` cached positions (`keys` holds
+    /// their rows, `row_len` bytes each, the head's key from byte `offset`); returns the
+    /// highest. `query` and `q` as in [`Kernels::head_dot`]. By default one position at a time.
+    ///
+    /// # Safety
+    /// `available()`.
+    #[inline(always)]
+    unsafe fn scores(
+        query: &[i64],
+        q: &[u8],
+        keys: &[u8],
+        row_len: usize,
+        offset: usize,
+        inv_sqrt: u32,
+        att: &mut [u8],
+    ) -> i32 {
+        let head = offset..offset + q.len();
+        let mut max = i32::MIN;
+        for (k, a) in keys.chunks_exact(row_len).zip(att.chunks_exact_mut(4)) {
+            let dot = Self::head_dot(query, q, &k[head.clone()]);
+            let score = saturate(mul_q24(shift_round(dot, 16), inv_sqrt));
+            set(a, 0, score);
+            max = max.max(score);
+        }
+        max
+    }
+
+    /// The softmax's exponentials, in place of the scores `att`: e_t = exp[round((max −
+    /// score) / 2^8)] from the table `exp`; returns R = floor(2^62 / Σ e), so that the weights
+    /// floor(e_t × R / 2^32) sum to at most 2^30.
+    ///
+    /// # Safety
+    /// `available()`.
+    #[inline(always)]
+    unsafe fn softmax(att: &mut [u8], max: i32, exp: &[u8]) -> u64 {
+        let mut total = 0u64;
+        for a in att.chunks_exact_mut(4) {
+            let score = word(a);
+            let e = get_u32(exp, exp_index((max as i64 - score as i64) as u64));
+            set_u32(a, 0, e);
+            total += e as u64;
+        }
+        (1u64 << 62) / total
+    }
+
+    /// weights_t = floor(e_t × R / 2^32) for the exponentials `exps` (u32 each) and R =
+    /// `reciprocal` (as [`Kernels::softmax`] returned it).
+    ///
+    /// # Safety
+    /// `available()`; `weights` at least as long as `exps` has values.
+    #[inline(always)]
+    unsafe fn weights(exps: &[u8], reciprocal: u64, weights: &mut [u32]) {
+        for (w, e) in weights.iter_mut().zip(exps.chunks_exact(4)) {
+            *w = ((get_u32(e, 0) as u64 * reciprocal) >> 32) as u32;
+        }
+    }
 }
 
 /// The kernel set a run takes: the widest this machine has.
