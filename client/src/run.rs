@@ -142,22 +142,13 @@ pub fn generate(
     let model = Model::from_artifact(artifact)?;
     let meta = model.metadata();
     let mut state = vec![0u8; state_len(&model.config())];
-    // A pool of its own (a failure to start one leaves the run on this thread).
-    let pool = match threads {
-        0 | 1 => None,
-        n => rayon::ThreadPoolBuilder::new().num_threads(n).build().ok(),
-    };
-    let threads = if pool.is_some() { threads } else { 1 };
     let start = Instant::now();
     let mut run = Run::start(&mut state, &model, prompt, steps, settings)?.with_threads(threads);
     let mut tokens = Vec::new();
     let mut text = Vec::new();
     let mut previous = *prompt.last().unwrap_or(&0);
     let end = loop {
-        let progress = match &pool {
-            Some(pool) => pool.install(|| run.advance(&model, u64::MAX))?,
-            None => run.advance(&model, u64::MAX)?,
-        };
+        let progress = run.advance(&model, u64::MAX)?;
         match progress {
             Progress::Token { id, .. } => {
                 let piece = decode(meta, previous, id)?;

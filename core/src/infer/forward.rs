@@ -117,8 +117,8 @@ impl Scratch {
     }
 
     /// A scratch for the kernels of `path` (a path this machine runs: [`Path::detect`] or a
-    /// narrower one), splitting a stage's rows across up to `threads` threads of the current
-    /// rayon pool (std only; 1 elsewhere).
+    /// narrower one), splitting a stage's rows across up to `threads` threads (the calling one
+    /// and the process's team of helpers, `team.rs`; std only, 1 elsewhere).
     #[cfg(not(target_os = "solana"))]
     pub fn with(path: Path, threads: usize) -> Scratch {
         let path = match path {
@@ -317,14 +317,13 @@ pub fn write_rows(
         let out = &mut out[4 * rows.start..4 * rows.end];
         #[cfg(feature = "std")]
         if input.threads > 1 && rows.len() * m.columns >= PARALLEL_WORK {
-            use rayon::prelude::*;
             let per = rows.len().div_ceil(input.threads).next_multiple_of(4);
-            out.par_chunks_mut(4 * per)
-                .enumerate()
-                .for_each(|(i, chunk)| {
-                    let start = rows.start + i * per;
-                    rows_to(m, start..start + chunk.len() / 4, input, chunk, write);
-                });
+            let parts = out.chunks_mut(4 * per).collect();
+            super::team::sum_parts(input.threads, parts, |i, chunk: &mut [u8]| {
+                let start = rows.start + i * per;
+                rows_to(m, start..start + chunk.len() / 4, input, chunk, write);
+                0
+            });
             return;
         }
         rows_to(m, rows, input, out, write);
@@ -514,6 +513,65 @@ pub fn attention_head(
         path, inv_sqrt, exp, q, keys, values, kv_dim, kv_offset, pos, att, out,
     )
 }
+
+/// Heads `heads` of a layer's attention ([`attention_head`] each, head h reading key and value
+/// head h / `group`), their outputs at their spans of `xb`; returns the sum of their outputs.
+/// `att` is left holding the last head's exponentials. Off chain, with enough work, the heads
+/// are split across the scratch's threads, each part with its own scratch for the
+/// exponentials but the last part, which takes `att`: the same bytes for any split.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_heads(
+    meta: &Metadata,
+    q: &[u8],
+    keys: &[u8],
+    values: &[u8],
+    group: usize,
+    pos: u32,
+    heads: core::ops::Range<usize>,
+    att: &mut [u8],
+    xb: &mut [u8],
+    scratch: &Scratch,
+) -> i64 {
+    let c = meta.config();
+    let (head_size, kv_dim) = (
+        c.head_size() as usize,
+        (c.kv_heads * c.head_size()) as usize,
+    );
+    let path = scratch.path();
+    let one = |head: usize, att: &mut [u8], out: &mut [u8]| {
+        let query = &q[4 * head * head_size..4 * (head + 1) * head_size];
+        let kv_offset = head / group * head_size;
+        attention_head(
+            meta, query, keys, values, kv_dim, kv_offset, pos, att, out, path,
+        )
+    };
+    let xb = &mut xb[4 * heads.start * head_size..4 * heads.end * head_size];
+    #[cfg(all(feature = "std", not(target_os = "solana")))]
+    if scratch.threads > 1
+        && heads.len() > 1
+        && 2 * heads.len() * (pos as usize + 1) * head_size >= PARALLEL_HEADS
+    {
+        let per = heads.len().div_ceil(scratch.threads);
+        let parts = heads.len().div_ceil(per);
+        let positions = 4 * (pos as usize + 1);
+        let mut own = std::vec![0u8; (parts - 1) * positions];
+        let mut atts: std::vec::Vec<&mut [u8]> = own.chunks_exact_mut(positions).collect();
+        atts.push(att);
+        let items = xb.chunks_mut(4 * per * head_size).zip(atts).collect();
+        return super::team::sum_parts(scratch.threads, items, |i, (out, att)| {
+            let first = heads.start + i * per;
+            let spans = out.chunks_exact_mut(4 * head_size).enumerate();
+            spans.map(|(k, o)| one(first + k, att, o)).sum::<i64>()
+        });
+    }
+    let spans = xb.chunks_exact_mut(4 * head_size).enumerate();
+    spans.map(|(k, o)| one(heads.start + k, att, o)).sum()
+}
+
+/// Heads whose attention takes at least this many multiply-accumulates in all (scores and
+/// values) are split across the scratch's threads.
+#[cfg(all(feature = "std", not(target_os = "solana")))]
+const PARALLEL_HEADS: usize = 1 << 14;
 
 /// [`attention_head`] by the kernels of `path` (a path this machine runs), from header byte 68
 /// (`inv_sqrt`) and the exponential table.
@@ -880,10 +938,6 @@ mod tests {
         let table: Vec<u8> = (0..=TABLE_LAST as u64)
             .flat_map(|i| ((i as i32 * 331) - 700_000).to_le_bytes())
             .collect();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .unwrap();
         for (rows, columns) in [
             (5, 7),
             (512, 64),
@@ -926,7 +980,7 @@ mod tests {
                             let mut scratch = Scratch::with(path, threads);
                             let input = Input::new(&x, sum, &mut scratch);
                             let mut out = start.clone();
-                            pool.install(|| write_rows(&m, range.clone(), &input, &mut out, write));
+                            write_rows(&m, range.clone(), &input, &mut out, write);
                             assert!(
                                 out == expected,
                                 "{path:?}, {threads} threads, {rows} × {columns}, {range:?}"

@@ -13,6 +13,8 @@ mod model;
 mod run;
 pub mod sample;
 pub mod state;
+#[cfg(feature = "std")]
+mod team;
 pub mod tokenizer;
 
 pub use error::{Fixed16, RunError};

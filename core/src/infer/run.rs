@@ -6,7 +6,7 @@
 
 #[cfg(not(target_os = "solana"))]
 use super::forward::Path;
-use super::forward::{attention_head, embed, rmsnorm, rotary, write_rows, Input, Scratch, Write};
+use super::forward::{attention_heads, embed, rmsnorm, rotary, write_rows, Input, Scratch, Write};
 use super::sample::{cut, draw_part, max_part, weigh_part, Settings, MAX_TEMPERATURE, ONE};
 use super::state::{
     field, get, get_u32, set_u32, word, zero, Mode, StateLayout, Status, HIST_LEN,
@@ -412,9 +412,9 @@ impl<'s> Run<'s> {
         }
     }
 
-    /// The same run, its matrix stages' rows split across up to `threads` threads of the
-    /// current rayon pool (std; the default is 1, the calling thread). The same bytes for any
-    /// count.
+    /// The same run, its matrix stages' rows and its heads split across up to `threads`
+    /// threads (std: the calling thread and the process's team of helpers; the default is 1,
+    /// the calling thread). The same bytes for any count.
     #[cfg(not(target_os = "solana"))]
     pub fn with_threads(mut self, threads: usize) -> Run<'s> {
         self.threads = threads.max(1);
@@ -684,27 +684,14 @@ impl<'s> Run<'s> {
             }
             Stage::Rotary(layer) => rotary(r.q, &mut r.keys[at_pos(layer)], meta, pos),
             Stage::Attention(layer) => {
-                let head_size = c.head_size() as usize;
                 let group = (c.heads / c.kv_heads) as usize;
                 let keys = &r.keys[layer_cache(layer)];
                 let values = &r.values[layer_cache(layer)];
-                let mut sum = if first { 0 } else { xb_sum };
-                for head in rows {
-                    let span = 4 * head * head_size..4 * (head + 1) * head_size;
-                    sum += attention_head(
-                        meta,
-                        &r.q[span.clone()],
-                        keys,
-                        values,
-                        kv_dim,
-                        head / group * head_size,
-                        pos,
-                        r.att,
-                        &mut r.xb[span],
-                        scratch.path(),
-                    );
-                }
-                put_u64(header, field::XB_SUM, sum as u64);
+                let start = if first { 0 } else { xb_sum };
+                let sum = attention_heads(
+                    meta, r.q, keys, values, group, pos, rows, r.att, r.xb, scratch,
+                );
+                put_u64(header, field::XB_SUM, (start + sum) as u64);
             }
             Stage::Output(layer) | Stage::Down(layer) => {
                 let (m, input) = match stage {
