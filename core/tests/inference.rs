@@ -147,6 +147,17 @@ fn any_split_of_the_work_gives_the_same_state_and_tokens() {
     }
 }
 
+/// Four heads of 64 values, two key and value heads, one layer; context 160.
+const WIDE_HEADS: Config = Config {
+    dim: 256,
+    hidden_dim: 64,
+    layers: 1,
+    heads: 4,
+    kv_heads: 2,
+    vocab_size: 259,
+    context_length: 160,
+};
+
 /// Every kernel set this machine runs (portable, AVX2, AVX-512) and every thread count give
 /// the same tokens and state bytes, whole runs and split ones (the program, the CLI and the
 /// browser must agree on every bit).
@@ -158,9 +169,11 @@ fn every_kernel_path_and_thread_count_gives_the_same_run() {
             "gqa untied",
             synthetic(&synth::GQA, false, 5),
             vec![1, 9],
-            // To position 73: from 64 on, a layer's heads are enough work to be split.
-            72,
+            16,
         ),
+        // Heads of 64 values: from position 127 on a layer's heads are enough work to be
+        // split across threads (2 × 4 heads × 64 values × 128 positions = 2^16).
+        ("wide heads", synthetic(&WIDE_HEADS, false, 7), vec![1], 136),
         ("tiny tied", synthetic(&synth::TINY, true, 3), vec![1], 4),
     ];
     for (name, art, prompt, steps) in cases {

@@ -286,8 +286,10 @@ impl Write<'_> {
     }
 }
 
-/// Rows of at least this many multiply-accumulates in all are split across the scratch's
-/// threads (below it a thread's hand-off costs more than it saves).
+/// Rows (or a layer's heads, their scores' and values' multiply-accumulates counted) of at
+/// least this many multiply-accumulates in all are split across the scratch's threads: below
+/// it a hand-off costs more than it saves (stories260K's stages never reach it, nor its heads
+/// before position 511; the stories15M shape's heads from position 113).
 #[cfg(feature = "std")]
 const PARALLEL_WORK: usize = 1 << 16;
 
@@ -549,7 +551,7 @@ pub fn attention_heads(
     #[cfg(all(feature = "std", not(target_os = "solana")))]
     if scratch.threads > 1
         && heads.len() > 1
-        && 2 * heads.len() * (pos as usize + 1) * head_size >= PARALLEL_HEADS
+        && 2 * heads.len() * (pos as usize + 1) * head_size >= PARALLEL_WORK
     {
         let per = heads.len().div_ceil(scratch.threads);
         let parts = heads.len().div_ceil(per);
@@ -567,11 +569,6 @@ pub fn attention_heads(
     let spans = xb.chunks_exact_mut(4 * head_size).enumerate();
     spans.map(|(k, o)| one(heads.start + k, att, o)).sum()
 }
-
-/// Heads whose attention takes at least this many multiply-accumulates in all (scores and
-/// values) are split across the scratch's threads.
-#[cfg(all(feature = "std", not(target_os = "solana")))]
-const PARALLEL_HEADS: usize = 1 << 14;
 
 /// [`attention_head`] by the kernels of `path` (a path this machine runs), from header byte 68
 /// (`inv_sqrt`) and the exponential table.

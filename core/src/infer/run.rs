@@ -418,6 +418,8 @@ impl<'s> Run<'s> {
     #[cfg(not(target_os = "solana"))]
     pub fn with_threads(mut self, threads: usize) -> Run<'s> {
         self.threads = threads.max(1);
+        #[cfg(feature = "std")]
+        super::team::prepare(self.threads);
         self
     }
 
