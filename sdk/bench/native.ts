@@ -1,6 +1,7 @@
 // The native engine for the speed comparisons (npm run bench:run, the page's browser test):
-// `client run ARTIFACT --prompt-tokens 1 --steps 256 --temperature 0 --output json` when the
-// client is built ($CURTA_CLIENT, or target/release/client), otherwise curta-core's `run`
+// `client run ARTIFACT --prompt-tokens 1 --steps 256 --temperature 0 --threads 1 --output
+// json` (one thread, as the WebAssembly engine) when the client is built ($CURTA_CLIENT, or
+// target/release/client), otherwise curta-core's `run`
 // example (the same loop as the client's `generate`), built on request with `cargo build
 // --release -p curta-core --example run` (the core alone).
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -23,7 +24,7 @@ export function native(options: { build: boolean }): Native | undefined {
     return {
       what: `client run (${client})`,
       run(path) {
-        const out = execFileSync(client, ['run', path, '--prompt-tokens', '1', '--steps', String(steps), '--temperature', '0', '--output', 'json'], {
+        const out = execFileSync(client, ['run', path, '--prompt-tokens', '1', '--steps', String(steps), '--temperature', '0', '--threads', '1', '--output', 'json'], {
           encoding: 'utf8',
           stdio: ['ignore', 'pipe', 'ignore'],
         })

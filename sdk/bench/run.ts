@@ -8,7 +8,7 @@
 // run, so the first run is slower than the next; "first / warm" is their ratio.
 //
 // The native figure is `client run ARTIFACT --prompt-tokens 1 --steps 256 --temperature 0
-// --output json` (its tokens_per_second) when the client is built ($CURTA_CLIENT, or
+// --threads 1 --output json` (its tokens_per_second) when the client is built ($CURTA_CLIENT, or
 // target/release/client: `cargo build --release -p curta-client --bin client`); otherwise
 // curta-core's `run` example, the same loop as the client's `generate` (built here with
 // `cargo build --release -p curta-core --example run`, the core alone); with neither, the
