@@ -45,8 +45,8 @@ pub struct RunArgs {
     /// limit under a step's units: one step at a time)
     #[arg(long, requires = "on_chain", value_name = "UNITS")]
     pub account_cu_limit: Option<u64>,
-    /// Off chain: the threads a matrix stage's rows are split across (the same tokens for any
-    /// count) [default: the machine's cores]
+    /// Off chain: the threads a matrix stage's rows and a layer's heads are split across (the
+    /// same tokens for any count; more than the cores is slower) [default: the machine's cores]
     #[arg(long, value_name = "N", conflicts_with = "on_chain")]
     pub threads: Option<usize>,
 }
