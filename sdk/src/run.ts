@@ -58,6 +58,13 @@ export { wasmBytes as engineBytes }
 
 const U64_MAX = (1n << 64n) - 1n
 
+/**
+ * The warm-up of `Runner.create`: at most this long, in turns of at most 250,000
+ * multiply-accumulates (a token of stories260K is 259,000, of the stories15M shape 15 million).
+ */
+const WARM_UP_MS = 60
+const WARM_UP_BUDGET = 250_000n
+
 /** What one advance reached (docs/inference.md, "Stages"). */
 export type Progress =
   | { kind: 'working' }
@@ -205,7 +212,42 @@ export class Runner {
     const fail = x.curta_load(ptr, file.length)
     if (fail < 0) throw lastError(x)
     const cfg = new DataView(x.memory.buffer, ptr, 36)
-    return new Runner(x, cfg.getUint32(28, true), cfg.getUint32(32, true))
+    const runner = new Runner(x, cfg.getUint32(28, true), cfg.getUint32(32, true))
+    runner.warmUp()
+    await tick()
+    return runner
+  }
+
+  /**
+   * A throwaway greedy run from token 1 until its tokens come at the optimized code's speed,
+   * then the state zeroed as a new runner's is. V8 runs a fresh module's functions in its
+   * baseline code (Liftoff: stories260K's tokens at about 0.26 ms against 0.06 ms) until they
+   * have run for a while, and its optimized code took 10 to 15 ms more to arrive: a first
+   * stories260K run (25 ms warm) took 41 to 51 ms without this (docs/inference.md, "In the
+   * browser"). Tokens are timed from the second on (the first includes compiling the functions
+   * it meets); the warm-up ends at the first token that took under half of the second's time,
+   * or after `WARM_UP_MS`. Best effort: a model whose run cannot start from token 1 skips it.
+   */
+  private warmUp(): void {
+    const deadline = now() + WARM_UP_MS
+    try {
+      this.start([1], Math.max(1, this.contextLength - 1), { temperature: 0, topP: 65_536, seed: 0n })
+      let [previous, tokens, reference] = [1, 0, Infinity]
+      let started = now()
+      while (now() < deadline) {
+        const p = this.advance(WARM_UP_BUDGET)
+        if (p.kind === 'finished') break
+        if (p.kind !== 'token') continue
+        this.decode(previous, p.id)
+        const took = now() - started
+        if (tokens === 1) reference = took
+        else if (tokens > 1 && took < reference / 2) break
+        ;[previous, tokens, started] = [p.id, tokens + 1, now()]
+      }
+    } catch {
+      // Nothing to warm up with; the first run tiers the engine up itself.
+    }
+    this.bytes(this.state, this.stateLength).fill(0)
   }
 
   /**
