@@ -35,6 +35,19 @@ test('Runner.create with a module compiled elsewhere (as the page hands one to i
   await assert.rejects(() => Runner.create(readArtifact('stories260K'), { module: engineBytes() as never }), TypeError)
 })
 
+test('Runner.create leaves the state as a new one after its warm-up (all zero bytes)', async () => {
+  // The warm-up's throwaway run wrote the state; create zeroes it, so that a first run starts
+  // from what the native engine starts from (the golden vectors' state hashes check the rest).
+  for (const name of ['stories260K', 'gqa']) {
+    const r = await Runner.create(readArtifact(name))
+    const state = r.stateBytes()
+    assert.equal(state.length, r.stateLength)
+    assert.ok(state.every((b) => b === 0), `${name}: a byte of the state is not zero after create`)
+    r.start([1], 3, { temperature: 0, topP: 65_536, seed: 0n })
+    assert.ok(r.stateBytes().some((b) => b !== 0), `${name}: start writes the state`)
+  }
+})
+
 test('the run vectors cover what the issue asks', () => {
   const on = (m: string) => vectors.runs.filter((v) => v.model === m)
   for (const m of ['stories260K', 'gqa']) {
