@@ -7,8 +7,9 @@
 //!     xb = rmsnorm(x)                                     rmsnorm
 //!     q, k, v = query, key, value × xb                    write_rows (the matmul)
 //!     rotate q and k                                      rotary
-//!     per head: scores q·k, softmax, Σ weights × values   attention_head (scores, softmax,
-//!                                                         weighted_values)
+//!     per head: scores q·k, softmax, Σ weights × values   attention_heads, attention_head
+//!                                                         (the kernels' scores, softmax and
+//!                                                         weights; weighted_values)
 //!     x += output × xb                                    write_rows, Write::Add
 //!     xb = rmsnorm(x)                                     rmsnorm
 //!     hb = SiLU(gate × xb) × (up × xb)                    write_rows, Write::Gate (silu)
