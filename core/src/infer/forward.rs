@@ -757,11 +757,7 @@ mod tests {
         use crate::infer::kernels::portable::Portable;
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || crate::infer::next_random(&mut seed);
-        let exp: Vec<u8> = (0..=TABLE_LAST)
-            .flat_map(|i| {
-                (((1u64 << 30) as f64 * (-(i as f64) / 256.0).exp()) as u32).to_le_bytes()
-            })
-            .collect();
+        let exp = &crate::EXP_TABLE_BYTES;
         let cases = [
             (8, 1),
             (8, 7),
@@ -797,9 +793,8 @@ mod tests {
                 let max = unsafe {
                     Portable::scores(&query, &q, &keys, row_len, offset, inv_sqrt, &mut expected)
                 };
-                let reciprocal = unsafe { Portable::softmax(&mut expected.clone(), max, &exp) };
                 let mut exps = expected.clone();
-                unsafe { Portable::softmax(&mut exps, max, &exp) };
+                let reciprocal = unsafe { Portable::softmax(&mut exps, max, exp) };
                 let mut weights = vec![0u32; positions];
                 unsafe { Portable::weights(&exps, reciprocal, &mut weights) };
                 let spread = expected
@@ -814,7 +809,7 @@ mod tests {
                     let mut att = vec![0u8; 4 * positions];
                     let got = with_path!(path, K => K::scores(&query, &q, &keys, row_len, offset, inv_sqrt, &mut att));
                     assert_eq!((got, &att), (max, &expected), "scores, {case}");
-                    let r = with_path!(path, K => K::softmax(&mut att, max, &exp));
+                    let r = with_path!(path, K => K::softmax(&mut att, max, exp));
                     assert_eq!((r, &att), (reciprocal, &exps), "exponentials, {case}");
                     let mut w = vec![0u32; positions];
                     with_path!(path, K => K::weights(&att, r, &mut w));
@@ -825,7 +820,7 @@ mod tests {
         // R = 2^32: a single position's exponential is the whole sum.
         for path in Path::all() {
             let mut att = 0i32.to_le_bytes().to_vec();
-            let r = with_path!(path, K => K::softmax(&mut att, 0, &exp));
+            let r = with_path!(path, K => K::softmax(&mut att, 0, exp));
             assert_eq!(r, 1 << 32, "{path:?}");
             let mut w = [0u32; 1];
             with_path!(path, K => K::weights(&att, r, &mut w));

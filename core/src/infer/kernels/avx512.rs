@@ -595,7 +595,7 @@ unsafe fn agrees() -> bool {
 /// [`scores`], [`softmax`] and [`weights_of`] against the portable set's, over `values` as
 /// the cached keys (rows of `row_len` bytes, the head's key from byte 8): the query as given
 /// (most scores saturate) and narrowed to 16 bits (the scores spread), the artifact's
-/// exponential table (e^(−i/256) × 2^30).
+/// exponential table (`EXP_TABLE_BYTES`).
 ///
 /// # Safety
 /// The set's features.
@@ -609,9 +609,7 @@ unsafe fn head_agrees(
     use super::portable::Portable;
     use crate::infer::state::word;
     use std::vec::Vec;
-    let exp: Vec<u8> = (0..=crate::infer::fixed::TABLE_LAST)
-        .flat_map(|i| (((1u64 << 30) as f64 * (-(i as f64) / 256.0).exp()) as u32).to_le_bytes())
-        .collect();
+    let exp = &crate::EXP_TABLE_BYTES;
     let positions = values.len() / row_len;
     for shift in [0, 12] {
         let q: Vec<u8> = q
@@ -625,8 +623,8 @@ unsafe fn head_agrees(
         if max != Portable::scores(&query, &q, values, row_len, 8, inv_sqrt, &mut b) || a != b {
             return false;
         }
-        let reciprocal = softmax(&mut a, max, &exp);
-        if reciprocal != Portable::softmax(&mut b, max, &exp) || a != b {
+        let reciprocal = softmax(&mut a, max, exp);
+        if reciprocal != Portable::softmax(&mut b, max, exp) || a != b {
             return false;
         }
         let (mut wa, mut wb) = (std::vec![0u32; positions], std::vec![0u32; positions]);
