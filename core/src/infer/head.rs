@@ -7,7 +7,9 @@
 //! accumulators in registers. Every sum is exact in i64, so the order of the additions does not
 //! change a bit.
 
-use super::fixed::{exp_index, mul_q24, saturate, shift_round, TABLE_LAST};
+#[cfg(not(target_os = "solana"))]
+use super::fixed::exp_index;
+use super::fixed::{mul_q24, saturate, shift_round, TABLE_LAST};
 use crate::layout::MAX_CONTEXT;
 
 /// A head's inputs and outputs.
@@ -77,6 +79,16 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
         // Scores: q · k, rounded to 16 fractional bits, times header byte 68, saturated.
         let mut max = i32::MIN as i64;
         let mut key = h.keys.as_ptr().add(h.offset);
+        // On SBF a head of eight values (stories260K's) takes the assembly position loop.
+        #[cfg(target_os = "solana")]
+        let n = if head_size == 8 {
+            let q_sum = query[..8].iter().sum::<i64>();
+            let constants = super::kernels::sbf::ScoreConstants::new(q_sum, h.inv_sqrt);
+            max = super::kernels::sbf::scores8(qp, key, row_len, att, n, &constants);
+            0
+        } else {
+            n
+        };
         // On SBF, Σ q_j over the groups of four for kernels::sbf::dot_i32 (which sums
         // q × (k − 2^31)).
         #[cfg(target_os = "solana")]
@@ -108,28 +120,33 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
 
         // Softmax: e_t = exp[round((max − score) / 2^8)], written over the scores; with
         // R = floor(2^62 / Σ e), the weights are floor(e_t × R / 2^32), each at most 2^30.
+        let n = h.positions;
         let exp = h.exp.as_ptr();
-        let mut total = 0u64;
-        for t in 0..n {
-            let a = att.add(4 * t);
-            let index = exp_index((max - load(a)) as u64);
-            let e = load(exp.add(4 * index)) as u32;
-            store(a, e);
-            total += e as u64;
-        }
+        #[cfg(target_os = "solana")]
+        let total = super::kernels::sbf::exponentials(att, n, max, exp);
+        #[cfg(not(target_os = "solana"))]
+        let total = {
+            let mut total = 0u64;
+            for t in 0..n {
+                let a = att.add(4 * t);
+                let index = exp_index((max - load(a)) as u64);
+                let e = load(exp.add(4 * index)) as u32;
+                store(a, e);
+                total += e as u64;
+            }
+            total
+        };
         let reciprocal = (1u64 << 62) / total;
         // The weights on this function's own stack (2 KiB of SBF's 4 KiB frame): the att
         // scratch keeps the exponentials, which the state holds.
         let mut weights = [0u32; MAX_CONTEXT as usize];
         let weights = weights.as_mut_ptr();
-        let mut weight_sum = 0u64;
-        for t in 0..n {
-            let w = (load(att.add(4 * t)) as u32 as u64 * reciprocal) >> 32;
-            *weights.add(t) = w as u32;
-            weight_sum += w;
-        }
+        #[cfg(target_os = "solana")]
+        let weight_sum = super::kernels::sbf::weights(att, n, reciprocal, weights);
         #[cfg(not(target_os = "solana"))]
-        let _ = weight_sum;
+        for t in 0..n {
+            *weights.add(t) = ((load(att.add(4 * t)) as u32 as u64 * reciprocal) >> 32) as u32;
+        }
 
         // Σ_t weight × value, four outputs at a time, rounded from 30 fractional bits.
         let mut sum = 0i64;

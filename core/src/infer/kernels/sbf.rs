@@ -472,3 +472,205 @@ pub unsafe fn dot_i32(q: *const i64, key: *const u8, n: usize, q_sum: i64) -> i6
     );
     dot.wrapping_add(q_sum << 31)
 }
+
+/// One product of [`scores8`]: the query value at byte `q8` times the key's i32 at byte `k4`
+/// (as k − 2^31), added to the score.
+macro_rules! score_product {
+    ($q8:literal, $k4:literal) => {
+        concat!(
+            "{u} = *(u64 *)({qp} + ",
+            $q8,
+            ")\n",
+            "{t} = *(u32 *)({kp} + ",
+            $k4,
+            ")\n",
+            "{t} ^= -2147483648\n",
+            "{t} *= {u}\n",
+            "{v} += {t}\n",
+        )
+    };
+}
+
+/// What [`scores8`] needs besides its pointers, in one place (one register reaches them):
+/// the dot's rounding bias with the keys' 2^31 × Σ q added back, the largest |v| whose
+/// product with the scale fits 62 bits (past it the score saturates), its negation and the
+/// scale (header byte 68).
+#[repr(C)]
+pub struct ScoreConstants {
+    pub bias: i64,
+    pub high: i64,
+    pub low: i64,
+    pub scale: i64,
+}
+
+impl ScoreConstants {
+    /// For a query whose eight values sum to `q_sum`, and header byte 68.
+    pub fn new(q_sum: i64, inv_sqrt: u32) -> ScoreConstants {
+        // |v| ≤ 2^62 / s keeps v × s within 62 bits; past it |v × s / 2^24| ≥ 2^38, beyond
+        // ACT_LIMIT, so the saturated score is the same. A scale of 0 never saturates.
+        let high = match inv_sqrt {
+            0 => i64::MAX,
+            s => ((1u64 << 62) / s as u64) as i64,
+        };
+        ScoreConstants {
+            bias: (q_sum << 31).wrapping_add(1 << 15),
+            high,
+            low: -high,
+            scale: inv_sqrt as i64,
+        }
+    }
+}
+
+/// The scores of a head of eight values at `n` (at least 1) cached positions, written to
+/// `att` as i32s; returns their maximum. Per position: the dot q · k over the keys' i32s as
+/// k − 2^31 (one XOR each, as in [`weighted4`]), rounded to 16 fractional bits with 2^31 × Σ q
+/// added back in the bias, times the scale rounded from 24 fractional bits (one product: v is
+/// first checked against ± 2^62 / scale, past which the score saturates), saturated to
+/// ± ACT_LIMIT. These are `saturate(mul_q24(shift_round(q · k, 16), scale))` exactly: the
+/// rounding of one 62-bit product is `mul_q24`'s of the split one. 58 instructions a position
+/// (LLVM's loop with the dot in assembly: 91).
+///
+/// # Safety
+/// `q` readable for eight values; for each t < `n` eight i32s at `key` + t × `row_len` and
+/// one at `att` + 4t, writable (4-byte aligned).
+#[inline(always)]
+pub unsafe fn scores8(
+    q: *const i64,
+    key: *const u8,
+    row_len: usize,
+    att: *mut u8,
+    n: usize,
+    constants: &ScoreConstants,
+) -> i64 {
+    let mut max = i32::MIN as i64;
+    asm!(
+        "2:",
+        "{v} = *(u64 *)({qp} + 0)",
+        "{t} = *(u32 *)({kp} + 0)",
+        "{t} ^= -2147483648",
+        "{v} *= {t}",
+        score_product!(8, 4),
+        score_product!(16, 8),
+        score_product!(24, 12),
+        score_product!(32, 16),
+        score_product!(40, 20),
+        score_product!(48, 24),
+        score_product!(56, 28),
+        "{t} = *(u64 *)({cp} + 0)",
+        "{v} += {t}",
+        "{v} s>>= 16",
+        "{t} = *(u64 *)({cp} + 8)",
+        "if {v} s> {t} goto 4f",
+        "{t} = *(u64 *)({cp} + 16)",
+        "if {v} s< {t} goto 5f",
+        "{t} = *(u64 *)({cp} + 24)",
+        "{v} *= {t}",
+        "{v} += 8388608",
+        "{v} s>>= 24",
+        "if {v} s> 134217728 goto 4f",
+        "if {v} s< -134217728 goto 5f",
+        "3:",
+        "*(u32 *)({ap} + 0) = {v}",
+        "if {max} s>= {v} goto 6f",
+        "{max} = {v}",
+        "6:",
+        "{kp} += {row_len}",
+        "{ap} += 4",
+        "if {ap} != {end} goto 2b",
+        "goto 7f",
+        "4:",
+        "{v} = 134217728",
+        "goto 3b",
+        "5:",
+        "{v} = -134217728",
+        "goto 3b",
+        "7:",
+        max = inout(reg) max,
+        qp = in(reg) q,
+        kp = inout(reg) key => _,
+        ap = inout(reg) att => _,
+        end = in(reg) att.add(4 * n),
+        row_len = in(reg) row_len,
+        cp = in(reg) constants as *const ScoreConstants,
+        v = out(reg) _,
+        t = out(reg) _,
+        u = out(reg) _,
+        options(nostack),
+    );
+    max
+}
+
+/// The softmax's exponentials over `n` (at least 1) scores at `att`, written over them:
+/// e_t = exp[min(round((max − score_t) / 2^8), TABLE_LAST)]; returns Σ e. Each score is
+/// loaded as score − 2^31 (the XOR of [`weighted4`]), so max + 128 − 2^31 less it is
+/// max − score + 128 (at least 128: `max` is the scores' maximum). 13 instructions a
+/// position (LLVM: 20).
+///
+/// # Safety
+/// `n` i32s at `att` (4-byte aligned, writable), each at most `max`; `exp` readable for
+/// TABLE_LAST + 1 u32s.
+#[inline(always)]
+pub unsafe fn exponentials(att: *mut u8, n: usize, max: i64, exp: *const u8) -> u64 {
+    let mut total = 0u64;
+    asm!(
+        "2:",
+        "{t} = *(u32 *)({ap} + 0)",
+        "{t} ^= -2147483648",
+        "{u} = {c}",
+        "{u} -= {t}",
+        "{u} >>= 8",
+        "if {u} > 4096 goto 4f",
+        "3:",
+        "{u} <<= 2",
+        "{u} += {exp}",
+        "{u} = *(u32 *)({u} + 0)",
+        "*(u32 *)({ap} + 0) = {u}",
+        "{total} += {u}",
+        "{ap} += 4",
+        "if {ap} != {end} goto 2b",
+        "goto 5f",
+        "4:",
+        "{u} = 4096",
+        "goto 3b",
+        "5:",
+        total = inout(reg) total,
+        ap = inout(reg) att => _,
+        end = in(reg) att.add(4 * n),
+        c = in(reg) max + 128 - (1i64 << 31),
+        exp = in(reg) exp,
+        t = out(reg) _,
+        u = out(reg) _,
+        options(nostack),
+    );
+    total
+}
+
+/// The weights floor(e_t × `reciprocal` / 2^32) of `n` (at least 1) exponentials at `att`,
+/// written to `weights`; returns their sum. 8 instructions a position (LLVM: 16).
+///
+/// # Safety
+/// `n` u32s readable at `att` and writable at `weights` (4-byte aligned); each
+/// e × `reciprocal` < 2^64.
+#[inline(always)]
+pub unsafe fn weights(att: *const u8, n: usize, reciprocal: u64, weights: *mut u32) -> u64 {
+    let mut sum = 0u64;
+    asm!(
+        "2:",
+        "{t} = *(u32 *)({ap} + 0)",
+        "{t} *= {r}",
+        "{t} >>= 32",
+        "*(u32 *)({wp} + 0) = {t}",
+        "{sum} += {t}",
+        "{ap} += 4",
+        "{wp} += 4",
+        "if {ap} != {end} goto 2b",
+        sum = inout(reg) sum,
+        ap = inout(reg) att => _,
+        wp = inout(reg) weights => _,
+        end = in(reg) att.add(4 * n),
+        r = in(reg) reciprocal,
+        t = out(reg) _,
+        options(nostack),
+    );
+    sum
+}
