@@ -284,10 +284,11 @@ async fn compute_units_of_every_instruction() {
     // runs (curta-core's inference, issue 19) about 164,000, 172,000 before issue 26; the
     // spec's exponential table the seal compares at chunk 0 (16,388 bytes, issue 26) makes it
     // about 190,000, 201,832 before the resumable encoding, 211,424 with it (the encoder and
-    // `Run::start` reached from Step too, in frames of their own). The goal of 65,536 is
-    // missed (docs/program.md).
+    // `Run::start` reached from Step too, in frames of their own), 218,648 with the assembly
+    // position loops of a head of eight values (issue 29). The goal of 65,536 is missed
+    // (docs/program.md).
     assert!(
-        so.bytes.len() < 212 * 1024,
+        so.bytes.len() < 216 * 1024,
         "the binary: {} bytes",
         so.bytes.len()
     );

@@ -338,6 +338,113 @@ async fn stories260k_runs_on_chain_as_curta_core_runs_it() {
     }
 }
 
+/// The program's head of eight values (`kernels::sbf::scores8`, `exponentials`, `weights`, and
+/// `weighted4` over the caches' offset binary) at the ends of its ranges: stories260K's layer-0
+/// attention at position 200, planted with queries and caches of every magnitude up to the
+/// activations' limit, stepped on chain two heads a step, each state equal to curta-core's
+/// after the same step. The planted values make each path of a score: |q · k / 2^16| past
+/// 2^62 / scale (saturated before the product), the product past ACT_LIMIT (saturated after
+/// it), and scores inside the range; the test counts each (computed here in i128).
+#[tokio::test]
+async fn a_head_of_eight_values_at_the_ends_of_its_ranges_steps_as_curta_core_steps_it() {
+    use curta_core::infer::state::{field, StateLayout};
+    let mut bank = Bank::start().await;
+    let stories = curta_tests::stories260k_artifact();
+    let p = sealed(&mut bank, &stories).await;
+    let decoded = curta_core::decode(&stories).unwrap();
+    let model = Model::from_artifact(&decoded).unwrap();
+    let config = model.config();
+    let (head_size, pos) = (config.head_size() as usize, 200u32);
+    assert_eq!((head_size, config.heads, config.kv_heads), (8, 8, 4));
+    let scale = curta_core::inv_sqrt_head_size(8) as i128;
+
+    // Up to the first item of Attention(0) (stage 6), one item at a time.
+    let mut state = state_before_position(&stories, pos);
+    while curta_core::le::u32_at(&state, field::STAGE) != 6 {
+        let mut run = Run::resume(&mut state, &model).unwrap();
+        run.advance_by(&model, 1, step_costs(0)).unwrap();
+    }
+    assert_eq!(curta_core::le::u32_at(&state, field::ITEM), 0);
+
+    // Per key head a regime: every value ±2^27 (head 0's dots past the scale's product
+    // limit), about 2^24 (saturated after the product), about 2^19 (spread), any magnitude.
+    let mut seed = 0x5EED_0F8E_AD01_u64;
+    let mut next = move || curta_core::infer::next_random(&mut seed);
+    let mut draw = |regime: usize| -> i32 {
+        let r = next();
+        let sign = if r & 1 == 0 { 1 } else { -1 };
+        let magnitude = match regime {
+            0 => 1 << 27,
+            1 => (1 << 24) + (r >> 8) as i32 % (1 << 22),
+            2 => (1 << 19) + (r >> 8) as i32 % (1 << 18),
+            _ => ((r >> 8) % (1 << ((r >> 40) % 28))) as i32,
+        };
+        sign * magnitude
+    };
+    let layout = StateLayout::new(&config);
+    let mut query = vec![0i32; config.dim as usize];
+    for (i, q) in query.iter_mut().enumerate() {
+        // Even heads' queries as their key head's regime, odd heads' of any magnitude.
+        let head = i / head_size;
+        *q = match head {
+            0 => 1 << 27,
+            _ => draw(if head % 2 == 0 { head / 2 } else { 3 }),
+        };
+        state[layout.q + 4 * i..][..4].copy_from_slice(&q.to_le_bytes());
+    }
+    let mut keys = vec![vec![0i32; layout.kv_dim]; pos as usize + 1];
+    for (t, key) in keys.iter_mut().enumerate() {
+        for (i, k) in key.iter_mut().enumerate() {
+            *k = match i / head_size {
+                // Key head 0: ±2^27, one sign a position, so that head 0's dots are ±2^57.
+                0 if t % 3 == 0 => -(1 << 27),
+                0 => 1 << 27,
+                regime => draw(regime),
+            };
+            let at = layout.cache(layout.keys, 0, t as u32) + 4 * i;
+            state[at..at + 4].copy_from_slice(&(*k ^ i32::MIN).to_le_bytes());
+            let v = draw(3) ^ i32::MIN;
+            let at = layout.cache(layout.values, 0, t as u32) + 4 * i;
+            state[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    let (mut before, mut after, mut spread) = (0, 0, 0);
+    for head in 0..config.heads as usize {
+        let kv = head / 2;
+        for key in &keys {
+            let dot: i128 = (0..head_size)
+                .map(|j| query[head * head_size + j] as i128 * key[kv * head_size + j] as i128)
+                .sum();
+            let v = (dot + (1 << 15)) >> 16;
+            if v.abs() > (1i128 << 62) / scale {
+                before += 1;
+            } else if ((v * scale + (1 << 23)) >> 24).abs() > 1 << 27 {
+                after += 1;
+            } else {
+                spread += 1;
+            }
+        }
+    }
+    println!("scores: {before} saturated before the product, {after} after it, {spread} within");
+    assert!(before >= 100 && after >= 100 && spread >= 100);
+
+    let run = plant_run(&mut bank, &p, &state, 7).await;
+    let budget = 2 * step_cost(curta_core::infer::Stage::Attention(0), &config, pos, 0) as u32;
+    for cursor in 0..5u32 {
+        let step = ix::step(&PROGRAM, &run, &p.model, &p.weights, cursor, budget);
+        let (result, logs, _) = bank.send_metered(&with_limit(vec![step]), &[]).await;
+        result.unwrap_or_else(|e| panic!("step {cursor}: {e:?}\n{}", logs.join("\n")));
+        Run::resume(&mut state, &model)
+            .unwrap()
+            .advance_by(&model, budget as u64, step_costs(0))
+            .unwrap();
+        let header = read_run(&mut bank, &run).await;
+        assert!(header.state == state, "the state after step {cursor}");
+    }
+    // Past the layer's attention by then.
+    assert!(curta_core::le::u32_at(&state, field::STAGE) > 6);
+}
+
 #[tokio::test]
 async fn a_grouped_query_model_of_eight_sections_runs_on_chain_as_curta_core_runs_it() {
     let artifact = gqa_artifact();

@@ -27,7 +27,7 @@ pub use super::kernels::Path;
 #[cfg(not(target_os = "solana"))]
 use super::kernels::{with_path, Kernels, Vector};
 use super::model::Rows;
-use super::state::{get, set};
+use super::state::{get, set, set_u32, CACHE_OFFSET};
 use crate::{Block, Metadata, WEIGHT_BIAS};
 
 /// The longest input vector: the hidden dimension's limit.
@@ -268,6 +268,8 @@ pub fn stored_dot_plain(weights: &[u8], x: &[u8]) -> i64 {
 pub enum Write<'t> {
     /// out = v.
     Set,
+    /// out = v in the caches' offset binary ([`CACHE_OFFSET`]): the value rows.
+    Cache,
     /// out = out + v, saturated (the residual of the output and down projections).
     Add,
     /// out = SiLU(out) × v by the SiLU table (the hidden stage: out holds the gate's product).
@@ -281,6 +283,7 @@ impl Write<'_> {
     fn apply(self, out: &mut [u8], i: usize, v: i32) {
         match self {
             Write::Set => set(out, i, v),
+            Write::Cache => set_u32(out, i, v as u32 ^ CACHE_OFFSET),
             Write::Add => set(out, i, saturate(get(out, i) as i64 + v as i64)),
             Write::Gate(table) => set(out, i, gated(table, get(out, i), v)),
         }
@@ -416,6 +419,7 @@ pub fn rows_into(job: &mut RowsInto) {
             let o = o as *mut i32;
             match write {
                 Write::Set => o.write(v),
+                Write::Cache => o.write(v ^ i32::MIN),
                 Write::Add => o.write(saturate(o.read() as i64 + v as i64)),
                 Write::Gate(table) => o.write(gated(table, o.read(), v)),
             }
@@ -456,21 +460,36 @@ pub fn rows_into(job: &mut RowsInto) {
 // Rotary position embedding
 
 /// Rotates each (even, odd) pair of each head of `q` and `key`, by the rotary coefficients of
-/// `pos`: (a, b) -> (a cos − b sin, a sin + b cos), each rounded from 24 fractional bits.
+/// `pos`: (a, b) -> (a cos − b sin, a sin + b cos), each rounded from 24 fractional bits; the
+/// rotated key (the position's row of the key cache) is stored in the caches' offset binary
+/// ([`CACHE_OFFSET`]), as the value stage stored the value row ([`Write::Cache`]).
 pub fn rotary(q: &mut [u8], key: &mut [u8], meta: &Metadata, pos: u32) {
     let head_size = meta.config().head_size() as usize;
     let start = 4 * pos as usize * head_size;
     let coefficients = &meta.block_bytes(Block::Rotary)[start..start + 4 * head_size];
-    for v in [q, key] {
-        for i in (0..v.len() / 4).step_by(2) {
-            let j = i % head_size;
-            let cos = get(coefficients, j) as i64;
-            let sin = get(coefficients, j + 1) as i64;
-            let a = get(v, i) as i64;
-            let b = get(v, i + 1) as i64;
-            set(v, i, saturate(shift_round(a * cos - b * sin, 24)));
-            set(v, i + 1, saturate(shift_round(a * sin + b * cos, 24)));
-        }
+    rotate(q, coefficients, head_size, 0);
+    rotate(key, coefficients, head_size, CACHE_OFFSET);
+}
+
+/// [`rotary`]'s rotation of one vector, each value's bits XORed with `offset` as stored.
+#[inline(always)]
+fn rotate(v: &mut [u8], coefficients: &[u8], head_size: usize, offset: u32) {
+    for i in (0..v.len() / 4).step_by(2) {
+        let j = i % head_size;
+        let cos = get(coefficients, j) as i64;
+        let sin = get(coefficients, j + 1) as i64;
+        let a = get(v, i) as i64;
+        let b = get(v, i + 1) as i64;
+        set_u32(
+            v,
+            i,
+            saturate(shift_round(a * cos - b * sin, 24)) as u32 ^ offset,
+        );
+        set_u32(
+            v,
+            i + 1,
+            saturate(shift_round(a * sin + b * cos, 24)) as u32 ^ offset,
+        );
     }
 }
 
@@ -774,8 +793,9 @@ mod tests {
         for (round, &(head_size, positions)) in cases.iter().enumerate() {
             let row_len = 4 * (2 * head_size + 1);
             let offset = 4 * (round % 2) * head_size;
+            // The keys in the cache's offset binary (state::CACHE_OFFSET).
             let keys: Vec<u8> = (0..positions * row_len / 4)
-                .flat_map(|_| ((next() % (1 << 28)) as i32 - (1 << 27)).to_le_bytes())
+                .flat_map(|_| (((next() % (1 << 28)) as i32 - (1 << 27)) ^ i32::MIN).to_le_bytes())
                 .collect();
             for shift in [0, 14] {
                 let q: Vec<u8> = (0..head_size)
@@ -958,7 +978,7 @@ mod tests {
                 })
                 .collect();
             for range in [0..rows, 1..rows, 0..rows.min(3), rows / 3..rows - rows / 4] {
-                for write in [Write::Set, Write::Add, Write::Gate(&table)] {
+                for write in [Write::Set, Write::Cache, Write::Add, Write::Gate(&table)] {
                     // The reference: one row at a time, the plain sum.
                     let mut expected = start.clone();
                     let mut scratch = Scratch::with(Path::Portable, 1);

@@ -44,6 +44,15 @@ unsafe fn load(p: *const u8) -> i64 {
     return (p as *const i32).read_unaligned() as i64;
 }
 
+/// A cached key or value at `p` (the caches' offset binary, `state::CACHE_OFFSET`), widened.
+///
+/// # Safety
+/// As [`load`].
+#[inline(always)]
+unsafe fn load_cached(p: *const u8) -> i64 {
+    (load(p) as i32 ^ i32::MIN) as i64
+}
+
 /// # Safety
 /// As [`load`], writable.
 #[inline(always)]
@@ -90,7 +99,7 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
             n
         };
         // On SBF, Σ q_j over the groups of four for kernels::sbf::dot_i32 (which sums
-        // q × (k − 2^31)).
+        // q × (k + 2^31), the cached words as they are).
         #[cfg(target_os = "solana")]
         let q_sum = query[..whole].iter().sum::<i64>();
         for t in 0..n {
@@ -102,14 +111,14 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
                 j = whole;
             }
             while j < whole {
-                dot += *qp.add(j) * load(key.add(4 * j))
-                    + *qp.add(j + 1) * load(key.add(4 * j + 4))
-                    + *qp.add(j + 2) * load(key.add(4 * j + 8))
-                    + *qp.add(j + 3) * load(key.add(4 * j + 12));
+                dot += *qp.add(j) * load_cached(key.add(4 * j))
+                    + *qp.add(j + 1) * load_cached(key.add(4 * j + 4))
+                    + *qp.add(j + 2) * load_cached(key.add(4 * j + 8))
+                    + *qp.add(j + 3) * load_cached(key.add(4 * j + 12));
                 j += 4;
             }
             while j < head_size {
-                dot += *qp.add(j) * load(key.add(4 * j));
+                dot += *qp.add(j) * load_cached(key.add(4 * j));
                 j += 1;
             }
             let score = saturate(mul_q24(shift_round(dot, 16), h.inv_sqrt));
@@ -139,8 +148,9 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
         let reciprocal = (1u64 << 62) / total;
         // The weights on this function's own stack (2 KiB of SBF's 4 KiB frame): the att
         // scratch keeps the exponentials, which the state holds.
-        let mut weights = [0u32; MAX_CONTEXT as usize];
-        let weights = weights.as_mut_ptr();
+        // Not zeroed (512 stores a head): weights t < n are written before they are read.
+        let mut weights = core::mem::MaybeUninit::<[u32; MAX_CONTEXT as usize]>::uninit();
+        let weights = weights.as_mut_ptr() as *mut u32;
         #[cfg(target_os = "solana")]
         let weight_sum = super::kernels::sbf::weights(att, n, reciprocal, weights);
         #[cfg(not(target_os = "solana"))]
@@ -175,10 +185,10 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
                 let (mut value, mut weight) = (values.add(4 * j), weights as *const u32);
                 while weight != last {
                     let w = *weight as i64;
-                    a0 += w * load(value);
-                    a1 += w * load(value.add(4));
-                    a2 += w * load(value.add(8));
-                    a3 += w * load(value.add(12));
+                    a0 += w * load_cached(value);
+                    a1 += w * load_cached(value.add(4));
+                    a2 += w * load_cached(value.add(8));
+                    a3 += w * load_cached(value.add(12));
                     value = value.add(row_len);
                     weight = weight.add(1);
                 }
@@ -193,7 +203,7 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
             let mut acc = 0i64;
             let (mut value, mut weight) = (values.add(4 * j), weights as *const u32);
             while weight != last {
-                acc += *weight as i64 * load(value);
+                acc += *weight as i64 * load_cached(value);
                 value = value.add(row_len);
                 weight = weight.add(1);
             }
@@ -246,23 +256,23 @@ mod tests {
                 &artifact_like
             };
             let kv_dim = head_size * kv_heads;
-            let mut value = |i: u64| -> [u8; 4] {
-                let v = match (round + i as usize) % 5 {
+            let mut value = |i: u64| -> i32 {
+                match (round + i as usize) % 5 {
                     0 => 1 << 27,
                     1 => -(1 << 27),
                     _ => (next() % (1 << 28)) as i32 - (1 << 27),
-                };
-                v.to_le_bytes()
+                }
             };
+            // The caches in their offset binary (state::CACHE_OFFSET).
             let keys: Vec<u8> = (0..(positions * kv_dim) as u64)
-                .flat_map(&mut value)
+                .flat_map(|i| (value(i) ^ i32::MIN).to_le_bytes())
                 .collect();
             let values: Vec<u8> = (0..(positions * kv_dim) as u64)
-                .flat_map(&mut value)
+                .flat_map(|i| (value(i) ^ i32::MIN).to_le_bytes())
                 .collect();
             // In odd rounds a query of 16 bits, so that the scores spread instead of saturating.
             let query: Vec<u8> = (0..head_size as u64)
-                .flat_map(|i| (i32::from_le_bytes(value(i)) >> (12 * (round % 2))).to_le_bytes())
+                .flat_map(|i| (value(i) >> (12 * (round % 2))).to_le_bytes())
                 .collect();
             let inv_sqrt = match round % 3 {
                 2 => next() as u32 | 1 << 31,

@@ -675,14 +675,16 @@ impl<'s> Run<'s> {
                 write_rows(&m, rows, &input, r.q, Write::Set);
             }
             Stage::Key(layer) | Stage::Value(layer) => {
-                let (kind, cache) = match stage {
-                    Stage::Key(_) => (MatrixKind::Key, r.keys),
-                    _ => (MatrixKind::Value, r.values),
+                // The key row is rotated (and stored in the caches' offset binary) by the
+                // rotary stage; the value row is stored in it here.
+                let (kind, cache, write) = match stage {
+                    Stage::Key(_) => (MatrixKind::Key, r.keys, Write::Set),
+                    _ => (MatrixKind::Value, r.values, Write::Cache),
                 };
                 let m = matrix(layer, kind)?;
                 let input = Input::reuse(r.xb, xb_sum, scratch);
                 let out = &mut cache[at_pos(layer)];
-                write_rows(&m, rows, &input, out, Write::Set);
+                write_rows(&m, rows, &input, out, write);
             }
             Stage::Rotary(layer) => rotary(r.q, &mut r.keys[at_pos(layer)], meta, pos),
             Stage::Attention(layer) => {

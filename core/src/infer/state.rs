@@ -180,6 +180,17 @@ pub fn word(chunk: &[u8]) -> i32 {
     get(chunk, 0)
 }
 
+/// The key and value caches hold each value v as the u32 v + 2^31 (offset binary: its bits
+/// are v's with the sign bit flipped), which SBF loads zero-extended and sums without
+/// correcting each value (the sum is corrected once, by 2^31 times the other factors' sum).
+pub const CACHE_OFFSET: u32 = 1 << 31;
+
+/// The i32 of a 4-byte chunk of a key or value cache ([`CACHE_OFFSET`]).
+#[inline(always)]
+pub fn cached(chunk: &[u8]) -> i32 {
+    word(chunk) ^ i32::MIN
+}
+
 /// Value `i` of a region of u32 values.
 #[cfg(not(target_os = "solana"))]
 #[inline]

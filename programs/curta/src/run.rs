@@ -26,9 +26,12 @@ pub fn step_cost(stage: Stage, c: &Config, pos: u32, temperature: u32) -> u64 {
         Stage::Query(_) => matrix(d, d),
         Stage::Key(_) | Stage::Value(_) => matrix(d, kv),
         Stage::Classifier => matrix(d, v),
-        Stage::Rotary(_) => 25 * (d + kv) + 200,
+        Stage::Rotary(_) => 40 * (d + kv) + 200,
+        // A head of eight values takes its own position loop (`kernels::sbf::scores8`).
+        Stage::Attention(_) if c.head_size() == 8 => positions * ATTENTION_PER_POSITION_8 + 1_000,
         Stage::Attention(_) => {
-            positions * (ATTENTION_PER_VALUE * c.head_size() as u64 + ATTENTION_PER_POSITION) + 500
+            positions * (ATTENTION_PER_VALUE * c.head_size() as u64 + ATTENTION_PER_POSITION)
+                + 1_500
         }
         // Two rows (gate and up) and the gate's SiLU.
         Stage::Hidden(_) => 2 * row(d) + (5 * d + 300) / h + 60,
@@ -60,9 +63,11 @@ fn row(columns: u64) -> u64 {
 }
 
 /// One head's attention, per position: per value of the head (a score and a value term) and
-/// per position (the score's rounding, the exponential, the weight).
-const ATTENTION_PER_VALUE: u64 = 11;
-const ATTENTION_PER_POSITION: u64 = 88;
+/// per position (the score's rounding, the exponential, the weight); a head of eight values
+/// per position in all.
+const ATTENTION_PER_VALUE: u64 = 9;
+const ATTENTION_PER_POSITION: u64 = 76;
+const ATTENTION_PER_POSITION_8: u64 = 104;
 /// Sampling, per id of the vocabulary: the highest logit, the weighing, the walk to the drawn
 /// token; the cut per index of the exponential table (at worst every index).
 const MAX_PER_ID: u64 = 10;

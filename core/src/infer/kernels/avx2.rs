@@ -8,7 +8,7 @@
 
 use super::portable::BLOCK;
 use super::{Kernels, Vector};
-use crate::infer::state::word;
+use crate::infer::state::{cached, word};
 use core::arch::x86_64::*;
 
 /// The AVX2 set.
@@ -196,7 +196,8 @@ pub unsafe fn head_dot(q: &[u8], key: &[u8]) -> i64 {
     while i < whole {
         // SAFETY: 4 × (i + 4) <= 4n, the length of both slices; the loads are unaligned ones.
         let a = _mm256_cvtepi32_epi64(_mm_loadu_si128(q.as_ptr().add(4 * i) as *const __m128i));
-        let b = _mm256_cvtepi32_epi64(_mm_loadu_si128(key.as_ptr().add(4 * i) as *const __m128i));
+        let b = _mm_loadu_si128(key.as_ptr().add(4 * i) as *const __m128i);
+        let b = _mm256_cvtepi32_epi64(_mm_xor_si128(b, _mm_set1_epi32(i32::MIN)));
         acc = _mm256_add_epi64(acc, _mm256_mul_epi32(a, b));
         i += 4;
     }
@@ -204,7 +205,7 @@ pub unsafe fn head_dot(q: &[u8], key: &[u8]) -> i64 {
     _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, acc);
     let mut dot = lanes[0] + lanes[1] + lanes[2] + lanes[3];
     for j in whole..n {
-        dot += word(&q[4 * j..4 * j + 4]) as i64 * word(&key[4 * j..4 * j + 4]) as i64;
+        dot += word(&q[4 * j..4 * j + 4]) as i64 * cached(&key[4 * j..4 * j + 4]) as i64;
     }
     dot
 }
@@ -251,7 +252,11 @@ pub unsafe fn accumulate4(a: *mut i64, weights: &[u32], rows: &[u8], row_len: us
     let mut sum = _mm256_loadu_si256(a);
     let mut p = rows.as_ptr().add(at);
     for &w in weights {
-        let v = _mm256_cvtepi32_epi64(_mm_loadu_si128(p as *const __m128i));
+        let v = _mm_xor_si128(
+            _mm_loadu_si128(p as *const __m128i),
+            _mm_set1_epi32(i32::MIN),
+        );
+        let v = _mm256_cvtepi32_epi64(v);
         sum = _mm256_add_epi64(sum, _mm256_mul_epi32(v, _mm256_set1_epi64x(w as i64)));
         p = p.add(row_len);
     }
@@ -271,7 +276,7 @@ pub fn tail(
     for (j, a) in acc.iter_mut().enumerate().skip(from) {
         for (t, &w) in weights.iter().enumerate() {
             let at = t * row_len + offset + 4 * j;
-            *a += w as i64 * word(&rows[at..at + 4]) as i64;
+            *a += w as i64 * cached(&rows[at..at + 4]) as i64;
         }
     }
 }

@@ -301,19 +301,23 @@ pub unsafe fn head_dot(q: &[u8], key: &[u8]) -> i64 {
     let n = q.len() / 4;
     let key = &key[..4 * n];
     let (qp, kp) = (q.as_ptr() as *const i32, key.as_ptr() as *const i32);
+    // The cache's offset binary (state::CACHE_OFFSET) back to i32s.
+    let sign = _mm256_set1_epi32(i32::MIN);
     let mut acc = _mm512_setzero_si512();
     let mut i = 0;
     // SAFETY: values i..i + 8 (or the masked ones, i..n) of both slices; unaligned loads.
     while i + 8 <= n {
         let a = _mm512_cvtepi32_epi64(_mm256_loadu_si256(qp.add(i) as *const __m256i));
-        let b = _mm512_cvtepi32_epi64(_mm256_loadu_si256(kp.add(i) as *const __m256i));
+        let b = _mm256_xor_si256(_mm256_loadu_si256(kp.add(i) as *const __m256i), sign);
+        let b = _mm512_cvtepi32_epi64(b);
         acc = _mm512_add_epi64(acc, _mm512_mul_epi32(a, b));
         i += 8;
     }
     if i < n {
         let m = mask8(n - i);
         let a = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(m, qp.add(i)));
-        let b = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(m, kp.add(i)));
+        let b = _mm256_xor_si256(_mm256_maskz_loadu_epi32(m, kp.add(i)), sign);
+        let b = _mm512_cvtepi32_epi64(b);
         acc = _mm512_add_epi64(acc, _mm512_mul_epi32(a, b));
     }
     _mm512_reduce_add_epi64(acc)
@@ -342,7 +346,8 @@ pub unsafe fn accumulate(
         let mut sum = _mm512_maskz_loadu_epi64(m, a);
         let mut p = rows.as_ptr().add(offset + 4 * j) as *const i32;
         for &w in weights {
-            let v = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(m, p));
+            let v = _mm256_xor_si256(_mm256_maskz_loadu_epi32(m, p), _mm256_set1_epi32(i32::MIN));
+            let v = _mm512_cvtepi32_epi64(v);
             sum = _mm512_add_epi64(sum, _mm512_mul_epi32(v, _mm512_set1_epi64(w as i64)));
             p = p.byte_add(row_len);
         }
@@ -418,7 +423,9 @@ pub unsafe fn scores(
     let dot = |k: *const i32| {
         let mut acc = _mm512_setzero_si512();
         for g in 0..groups {
-            let v = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(masks[g], k.add(8 * g)));
+            let v = _mm256_maskz_loadu_epi32(masks[g], k.add(8 * g));
+            // The cache's offset binary (state::CACHE_OFFSET) back to i32s.
+            let v = _mm512_cvtepi32_epi64(_mm256_xor_si256(v, _mm256_set1_epi32(i32::MIN)));
             acc = _mm512_add_epi64(acc, _mm512_mul_epi32(query[g], v));
         }
         acc
@@ -567,10 +574,15 @@ unsafe fn agrees() -> bool {
         let (positions, row_len) = (9, 4 * head_size + 8);
         // Words within the contract's ±2^27 (the query, the keys and the values of a state):
         // wider ones overflow the portable sums' i64, which a debug build refuses.
+        // The caches' offset binary (state::CACHE_OFFSET); the query plain.
         let values: Vec<u8> = (0..positions * row_len / 4)
-            .flat_map(|_| ((next() % (1 << 28)) as i32 - (1 << 27)).to_le_bytes())
+            .flat_map(|_| (((next() % (1 << 28)) as i32 - (1 << 27)) ^ i32::MIN).to_le_bytes())
             .collect();
-        let q = &values[..4 * head_size];
+        let q: Vec<u8> = values[..4 * head_size]
+            .chunks_exact(4)
+            .flat_map(|v| crate::infer::state::cached(v).to_le_bytes())
+            .collect();
+        let q = &q[..];
         let query: Vec<i64> = q
             .chunks_exact(4)
             .map(|v| crate::infer::state::word(v) as i64)

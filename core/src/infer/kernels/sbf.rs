@@ -367,13 +367,12 @@ pub unsafe fn dot3(
 
 /// Σ_t w_t × v_t,j for four outputs j of an attention head: `values` the first output's value
 /// at the first cached position (rows `row_len` bytes apart), `weights` to `last` the softmax
-/// weights, `weight_sum` their sum. SBF loads an i32 zero-extended, and sign-extending it takes
-/// two shifts; instead each value's bits are XORed with the sign-extended immediate
-/// 0xFFFF_FFFF_8000_0000, which gives v − 2^31 as an i64 for every i32 v, and 2^31 × Σ w is added
-/// back at the end: Σ w × (v − 2^31) + 2^31 × Σ w = Σ w × v, exact (every step is mod 2^64 and
-/// the result, at most 2^30 × 2^27 in magnitude, fits). Per position 20 instructions for 4
+/// weights, `weight_sum` their sum. The cache holds v + 2^31 (`state::CACHE_OFFSET`), which
+/// SBF loads zero-extended as it is, and 2^31 × Σ w is taken off at the end:
+/// Σ w × (v + 2^31) − 2^31 × Σ w = Σ w × v, exact (every step is mod 2^64 and the result, at
+/// most 2^30 × 2^27 in magnitude, fits). Per position 16 instructions for 4
 /// multiply-accumulates, in the ten registers (LLVM kept the loop's stride and a sum on the
-/// stack: 35).
+/// stack: 35; with an i32 cache, sign-corrected by an XOR per value, 20).
 ///
 /// # Safety
 /// `weights..last` readable u32s (at least one); for each of them a row with 16 readable bytes
@@ -391,19 +390,15 @@ pub unsafe fn weighted4(
         "2:",
         "{w} = *(u32 *)({weight} + 0)",
             "{t} = *(u32 *)({value} + 0)",
-            "{t} ^= -2147483648",
             "{t} *= {w}",
             "{a0} += {t}",
             "{t} = *(u32 *)({value} + 4)",
-            "{t} ^= -2147483648",
             "{t} *= {w}",
             "{a1} += {t}",
             "{t} = *(u32 *)({value} + 8)",
-            "{t} ^= -2147483648",
             "{t} *= {w}",
             "{a2} += {t}",
             "{t} = *(u32 *)({value} + 12)",
-            "{t} ^= -2147483648",
             "{t} *= {w}",
             "{a3} += {t}",
         "{value} += {row_len}",
@@ -422,14 +417,13 @@ pub unsafe fn weighted4(
         options(nostack, readonly),
     );
     let back = (weight_sum << 31) as i64;
-    [a0 + back, a1 + back, a2 + back, a3 + back]
+    [a0, a1, a2, a3].map(|a| a.wrapping_sub(back))
 }
 
 /// Σ_j q_j × k_j over `n` values (a multiple of 4, at least 4) of an attention head: `q` the
-/// query widened to i64, `key` the cached key's i32 values, `q_sum` Σ q_j over the whole head
-/// (added back times 2^31, as in [`weighted4`]: each key as k − 2^31). Exact mod 2^64, and
-/// the dot fits an i64. Per four values 23 instructions (LLVM: 30, the keys sign-extended by
-/// two shifts each).
+/// query widened to i64, `key` the cached key's words (k + 2^31), `q_sum` Σ q_j over the whole
+/// head (taken off times 2^31, as in [`weighted4`]). Exact mod 2^64, and the dot fits an i64.
+/// Per four values 19 instructions (LLVM: 30, an i32 key sign-extended by two shifts each).
 ///
 /// # Safety
 /// `q` readable for `n` values, `key` for `n` i32s (4-byte aligned); `n` a nonzero multiple
@@ -441,22 +435,18 @@ pub unsafe fn dot_i32(q: *const i64, key: *const u8, n: usize, q_sum: i64) -> i6
         "2:",
         "{q} = *(u64 *)({qp} + 0)",
         "{k} = *(u32 *)({kp} + 0)",
-        "{k} ^= -2147483648",
         "{k} *= {q}",
         "{dot} += {k}",
         "{q} = *(u64 *)({qp} + 8)",
         "{k} = *(u32 *)({kp} + 4)",
-        "{k} ^= -2147483648",
         "{k} *= {q}",
         "{dot} += {k}",
         "{q} = *(u64 *)({qp} + 16)",
         "{k} = *(u32 *)({kp} + 8)",
-        "{k} ^= -2147483648",
         "{k} *= {q}",
         "{dot} += {k}",
         "{q} = *(u64 *)({qp} + 24)",
         "{k} = *(u32 *)({kp} + 12)",
-        "{k} ^= -2147483648",
         "{k} *= {q}",
         "{dot} += {k}",
         "{qp} += 32",
@@ -470,11 +460,11 @@ pub unsafe fn dot_i32(q: *const i64, key: *const u8, n: usize, q_sum: i64) -> i6
         k = out(reg) _,
         options(nostack, readonly),
     );
-    dot.wrapping_add(q_sum << 31)
+    dot.wrapping_sub(q_sum << 31)
 }
 
-/// One product of [`scores8`]: the query value at byte `q8` times the key's i32 at byte `k4`
-/// (as k − 2^31), added to the score.
+/// One product of [`scores8`]: the query value at byte `q8` times the cached key's word at
+/// byte `k4` (k + 2^31), added to the score.
 macro_rules! score_product {
     ($q8:literal, $k4:literal) => {
         concat!(
@@ -484,7 +474,6 @@ macro_rules! score_product {
             "{t} = *(u32 *)({kp} + ",
             $k4,
             ")\n",
-            "{t} ^= -2147483648\n",
             "{t} *= {u}\n",
             "{v} += {t}\n",
         )
@@ -492,7 +481,7 @@ macro_rules! score_product {
 }
 
 /// What [`scores8`] needs besides its pointers, in one place (one register reaches them):
-/// the dot's rounding bias with the keys' 2^31 × Σ q added back, the largest |v| whose
+/// the dot's rounding bias with the keys' 2^31 × Σ q taken off, the largest |v| whose
 /// product with the scale fits 62 bits (past it the score saturates), its negation and the
 /// scale (header byte 68).
 #[repr(C)]
@@ -513,7 +502,7 @@ impl ScoreConstants {
             s => ((1u64 << 62) / s as u64) as i64,
         };
         ScoreConstants {
-            bias: (q_sum << 31).wrapping_add(1 << 15),
+            bias: (1i64 << 15).wrapping_sub(q_sum << 31),
             high,
             low: -high,
             scale: inv_sqrt as i64,
@@ -522,9 +511,9 @@ impl ScoreConstants {
 }
 
 /// The scores of a head of eight values at `n` (at least 1) cached positions, written to
-/// `att` as i32s; returns their maximum. Per position: the dot q · k over the keys' i32s as
-/// k − 2^31 (one XOR each, as in [`weighted4`]), rounded to 16 fractional bits with 2^31 × Σ q
-/// added back in the bias, times the scale rounded from 24 fractional bits (one product: v is
+/// `att` as i32s; returns their maximum. Per position: the dot q · k over the cached words
+/// k + 2^31 (as in [`weighted4`]), rounded to 16 fractional bits with 2^31 × Σ q taken off in
+/// the bias, times the scale rounded from 24 fractional bits (one product: v is
 /// first checked against ± 2^62 / scale, past which the score saturates), saturated to
 /// ± ACT_LIMIT. These are `saturate(mul_q24(shift_round(q · k, 16), scale))` exactly: the
 /// rounding of one 62-bit product is `mul_q24`'s of the split one. 58 instructions a position
@@ -547,7 +536,6 @@ pub unsafe fn scores8(
         "2:",
         "{v} = *(u64 *)({qp} + 0)",
         "{t} = *(u32 *)({kp} + 0)",
-        "{t} ^= -2147483648",
         "{v} *= {t}",
         score_product!(8, 4),
         score_product!(16, 8),
@@ -602,7 +590,7 @@ pub unsafe fn scores8(
 
 /// The softmax's exponentials over `n` (at least 1) scores at `att`, written over them:
 /// e_t = exp[min(round((max − score_t) / 2^8), TABLE_LAST)]; returns Σ e. Each score is
-/// loaded as score − 2^31 (the XOR of [`weighted4`]), so max + 128 − 2^31 less it is
+/// loaded as score − 2^31 (its bits XORed with the sign-extended 0xFFFF_FFFF_8000_0000), so max + 128 − 2^31 less it is
 /// max − score + 128 (at least 128: `max` is the scores' maximum). 13 instructions a
 /// position (LLVM: 20).
 ///

@@ -132,7 +132,10 @@ fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
         // SAFETY: 4 × (i + 4) <= 4n, the length of both slices; loads may be unaligned.
         unsafe {
             let a = v128_load(q.as_ptr().add(4 * i) as *const v128);
-            let b = v128_load(key.as_ptr().add(4 * i) as *const v128);
+            let b = v128_xor(
+                v128_load(key.as_ptr().add(4 * i) as *const v128),
+                i32x4_splat(i32::MIN),
+            );
             acc = i64x2_add(acc, i64x2_extmul_low_i32x4(a, b));
             acc = i64x2_add(acc, i64x2_extmul_high_i32x4(a, b));
         }
@@ -140,7 +143,7 @@ fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
     }
     let mut dot = i64x2_extract_lane::<0>(acc) + i64x2_extract_lane::<1>(acc);
     for (&qj, b) in query[whole..].iter().zip(key[4 * whole..].chunks_exact(4)) {
-        dot += qj * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+        dot += qj * (i32::from_le_bytes([b[0], b[1], b[2], b[3]]) ^ i32::MIN) as i64;
     }
     dot
 }
@@ -163,7 +166,7 @@ fn accumulate(acc: &mut [i64], weights: &[u32], rows: &[u8], row_len: usize, off
             let (mut sum_low, mut sum_high) = (v128_load(low), v128_load(high));
             let mut p = rows.as_ptr().add(offset + 4 * j);
             for &w in weights {
-                let v = v128_load(p as *const v128);
+                let v = v128_xor(v128_load(p as *const v128), i32x4_splat(i32::MIN));
                 let ws = i32x4_splat(w as i32);
                 sum_low = i64x2_add(sum_low, i64x2_extmul_low_i32x4(v, ws));
                 sum_high = i64x2_add(sum_high, i64x2_extmul_high_i32x4(v, ws));
@@ -177,7 +180,7 @@ fn accumulate(acc: &mut [i64], weights: &[u32], rows: &[u8], row_len: usize, off
     for (j, a) in acc.iter_mut().enumerate().skip(whole) {
         for (t, &w) in weights.iter().enumerate() {
             let b = &rows[t * row_len + offset + 4 * j..][..4];
-            *a += w as i64 * i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
+            *a += w as i64 * (i32::from_le_bytes([b[0], b[1], b[2], b[3]]) ^ i32::MIN) as i64;
         }
     }
 }
