@@ -268,8 +268,6 @@ pub fn stored_dot_plain(weights: &[u8], x: &[u8]) -> i64 {
 pub enum Write<'t> {
     /// out = v.
     Set,
-    /// out = v in the caches' offset binary ([`CACHE_OFFSET`]): the value rows.
-    Cache,
     /// out = out + v, saturated (the residual of the output and down projections).
     Add,
     /// out = SiLU(out) × v by the SiLU table (the hidden stage: out holds the gate's product).
@@ -283,7 +281,6 @@ impl Write<'_> {
     fn apply(self, out: &mut [u8], i: usize, v: i32) {
         match self {
             Write::Set => set(out, i, v),
-            Write::Cache => set_u32(out, i, v as u32 ^ CACHE_OFFSET),
             Write::Add => set(out, i, saturate(get(out, i) as i64 + v as i64)),
             Write::Gate(table) => set(out, i, gated(table, get(out, i), v)),
         }
@@ -419,7 +416,6 @@ pub fn rows_into(job: &mut RowsInto) {
             let o = o as *mut i32;
             match write {
                 Write::Set => o.write(v),
-                Write::Cache => o.write(v ^ i32::MIN),
                 Write::Add => o.write(saturate(o.read() as i64 + v as i64)),
                 Write::Gate(table) => o.write(gated(table, o.read(), v)),
             }
@@ -462,7 +458,7 @@ pub fn rows_into(job: &mut RowsInto) {
 /// Rotates each (even, odd) pair of each head of `q` and `key`, by the rotary coefficients of
 /// `pos`: (a, b) -> (a cos − b sin, a sin + b cos), each rounded from 24 fractional bits; the
 /// rotated key (the position's row of the key cache) is stored in the caches' offset binary
-/// ([`CACHE_OFFSET`]), as the value stage stored the value row ([`Write::Cache`]).
+/// ([`CACHE_OFFSET`]), as the value stage stored the value row.
 pub fn rotary(q: &mut [u8], key: &mut [u8], meta: &Metadata, pos: u32) {
     let head_size = meta.config().head_size() as usize;
     let start = 4 * pos as usize * head_size;
@@ -686,6 +682,7 @@ unsafe fn weighted_values<K: Kernels>(
     assert!(offset + 4 * head_size <= row_len && head_size <= 64);
     let mut acc = [0i64; 64];
     let mut weights = [0u32; WEIGHTS_CHUNK];
+    let mut weight_sum = 0i64;
     let mut start = 0;
     while start < positions {
         let n = WEIGHTS_CHUNK.min(positions - start);
@@ -694,13 +691,16 @@ unsafe fn weighted_values<K: Kernels>(
             reciprocal,
             &mut weights[..n],
         );
+        weight_sum += weights[..n].iter().map(|&w| w as i64).sum::<i64>();
         let rows = &values[start * row_len..(start + n) * row_len];
         K::accumulate(&mut acc[..head_size], &weights[..n], rows, row_len, offset);
         start += n;
     }
+    // The kernels summed the cached words, v + 2^31 each.
+    let back = weight_sum << 31;
     let mut sum = 0i64;
     for (j, &a) in acc[..head_size].iter().enumerate() {
-        let v = saturate(shift_round(a, 30));
+        let v = saturate(shift_round(a - back, 30));
         set(out, j, v);
         sum += v as i64;
     }
@@ -978,7 +978,7 @@ mod tests {
                 })
                 .collect();
             for range in [0..rows, 1..rows, 0..rows.min(3), rows / 3..rows - rows / 4] {
-                for write in [Write::Set, Write::Cache, Write::Add, Write::Gate(&table)] {
+                for write in [Write::Set, Write::Add, Write::Gate(&table)] {
                     // The reference: one row at a time, the plain sum.
                     let mut expected = start.clone();
                     let mut scratch = Scratch::with(Path::Portable, 1);

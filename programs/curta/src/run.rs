@@ -24,7 +24,9 @@ pub fn step_cost(stage: Stage, c: &Config, pos: u32, temperature: u32) -> u64 {
         Stage::Embed => 12 * d + 200,
         Stage::AttentionNorm(_) | Stage::FeedForwardNorm(_) | Stage::FinalNorm => 32 * d + 600,
         Stage::Query(_) => matrix(d, d),
-        Stage::Key(_) | Stage::Value(_) => matrix(d, kv),
+        Stage::Key(_) => matrix(d, kv),
+        // The row, then its word into the caches' offset binary.
+        Stage::Value(_) => matrix(d, kv) + 20,
         Stage::Classifier => matrix(d, v),
         Stage::Rotary(_) => 40 * (d + kv) + 200,
         // A head of eight values takes its own position loop (`kernels::sbf::scores8`).

@@ -211,8 +211,9 @@ pub unsafe fn head_dot(q: &[u8], key: &[u8]) -> i64 {
 }
 
 /// The weighted values: each group of four outputs in one register over the chunk's
-/// positions; a weight fits an i32 (at most 2^30), so each product is one 64-bit lane of
-/// `vpmuldq`, exact. Outputs past a multiple of four one at a time.
+/// positions; the weight and the cached word (v + 2^31) are both unsigned 32-bit, so each
+/// product is one 64-bit lane of `vpmuludq`, exact, the words zero-extended as loaded
+/// (`Kernels::accumulate`). Outputs past a multiple of four one at a time.
 ///
 /// # Safety
 /// AVX2; every row's slice [offset, offset + 4 × acc.len()) inside `rows`.
@@ -252,12 +253,8 @@ pub unsafe fn accumulate4(a: *mut i64, weights: &[u32], rows: &[u8], row_len: us
     let mut sum = _mm256_loadu_si256(a);
     let mut p = rows.as_ptr().add(at);
     for &w in weights {
-        let v = _mm_xor_si128(
-            _mm_loadu_si128(p as *const __m128i),
-            _mm_set1_epi32(i32::MIN),
-        );
-        let v = _mm256_cvtepi32_epi64(v);
-        sum = _mm256_add_epi64(sum, _mm256_mul_epi32(v, _mm256_set1_epi64x(w as i64)));
+        let v = _mm256_cvtepu32_epi64(_mm_loadu_si128(p as *const __m128i));
+        sum = _mm256_add_epi64(sum, _mm256_mul_epu32(v, _mm256_set1_epi64x(w as i64)));
         p = p.add(row_len);
     }
     _mm256_storeu_si256(a, sum);
@@ -276,7 +273,7 @@ pub fn tail(
     for (j, a) in acc.iter_mut().enumerate().skip(from) {
         for (t, &w) in weights.iter().enumerate() {
             let at = t * row_len + offset + 4 * j;
-            *a += w as i64 * cached(&rows[at..at + 4]) as i64;
+            *a += w as i64 * word(&rows[at..at + 4]) as u32 as i64;
         }
     }
 }

@@ -324,8 +324,9 @@ pub unsafe fn head_dot(q: &[u8], key: &[u8]) -> i64 {
 }
 
 /// The weighted values: each group of eight outputs in one register over the chunk's
-/// positions (a weight fits an i32, at most 2^30: each product is one 64-bit lane of
-/// `vpmuldq`, exact); outputs past a multiple of eight through a mask.
+/// positions (the weight and the cached word, v + 2^31, are both unsigned 32-bit: each product
+/// is one 64-bit lane of `vpmuludq`, exact, `Kernels::accumulate`); outputs past a multiple of
+/// eight through a mask.
 ///
 /// # Safety
 /// The set's features; every row's slice [offset, offset + 4 × acc.len()) inside `rows`.
@@ -346,9 +347,8 @@ pub unsafe fn accumulate(
         let mut sum = _mm512_maskz_loadu_epi64(m, a);
         let mut p = rows.as_ptr().add(offset + 4 * j) as *const i32;
         for &w in weights {
-            let v = _mm256_xor_si256(_mm256_maskz_loadu_epi32(m, p), _mm256_set1_epi32(i32::MIN));
-            let v = _mm512_cvtepi32_epi64(v);
-            sum = _mm512_add_epi64(sum, _mm512_mul_epi32(v, _mm512_set1_epi64(w as i64)));
+            let v = _mm512_cvtepu32_epi64(_mm256_maskz_loadu_epi32(m, p));
+            sum = _mm512_add_epi64(sum, _mm512_mul_epu32(v, _mm512_set1_epi64(w as i64)));
             p = p.byte_add(row_len);
         }
         _mm512_mask_storeu_epi64(a, m, sum);
@@ -591,8 +591,9 @@ unsafe fn agrees() -> bool {
         if head_dot(q, key) != portable::head_dot(&query, key) {
             return false;
         }
+        // Softmax weights: each at most 2^30, their sum too (the contract's bound).
         let weights: Vec<u32> = (0..positions)
-            .map(|_| (next() % (1 << 30)) as u32)
+            .map(|_| (next() % (1 << 30) / positions as u64) as u32)
             .collect();
         let (mut a, mut b) = (std::vec![3i64; head_size], std::vec![3i64; head_size]);
         accumulate(&mut a, &weights, &values, row_len, 8);

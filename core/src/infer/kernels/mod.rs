@@ -86,8 +86,11 @@ pub trait Kernels {
     /// `available()`.
     unsafe fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64;
 
-    /// acc_j += Σ_t weights_t × value_t,j over a chunk of positions: `rows` holds their cached
-    /// rows (`row_len` bytes each), the head's values from byte `offset`; a weight is 0 to 2^30.
+    /// acc_j += Σ_t weights_t × u_t,j over a chunk of positions, u the cached word as it is
+    /// stored, an unsigned v + 2^31 (`state::CACHE_OFFSET`: the caller takes 2^31 × Σ weights
+    /// off once, and unsigned products need no correction per value): `rows` holds their
+    /// cached rows (`row_len` bytes each), the head's values from byte `offset`; a weight is 0
+    /// to 2^30, and their sum over a head at most 2^30 (every sum below 2^62).
     ///
     /// # Safety
     /// `available()`; every row's slice [offset, offset + 4 × acc.len()) lies in `rows`

@@ -1,7 +1,7 @@
 //! The portable kernels: plain Rust, the reference every other set is tested against.
 
 use super::{Kernels, Vector};
-use crate::infer::state::cached;
+use crate::infer::state::{cached, word};
 
 /// The portable set.
 pub struct Portable;
@@ -102,14 +102,14 @@ pub fn accumulate(acc: &mut [i64], weights: &[u32], rows: &[u8], row_len: usize,
         let mut a4 = acc.chunks_exact_mut(4);
         let mut v4 = value.chunks_exact(16);
         for (a, v) in (&mut a4).zip(&mut v4) {
-            a[0] += w * cached(&v[0..4]) as i64;
-            a[1] += w * cached(&v[4..8]) as i64;
-            a[2] += w * cached(&v[8..12]) as i64;
-            a[3] += w * cached(&v[12..16]) as i64;
+            a[0] += w * word(&v[0..4]) as u32 as i64;
+            a[1] += w * word(&v[4..8]) as u32 as i64;
+            a[2] += w * word(&v[8..12]) as u32 as i64;
+            a[3] += w * word(&v[12..16]) as u32 as i64;
         }
         let tail = a4.into_remainder().iter_mut();
         for (acc, v) in tail.zip(v4.remainder().chunks_exact(4)) {
-            *acc += w * cached(v) as i64;
+            *acc += w * word(v) as u32 as i64;
         }
     }
 }

@@ -149,8 +149,8 @@ fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
 }
 
 /// The weighted values: each group of four outputs in two registers over the chunk's
-/// positions; a weight fits an i32 (at most 2^30), so each product is one lane of
-/// `i64x2.extmul_{low,high}_i32x4_s`, exact.
+/// positions; the weight and the cached word (v + 2^31) are both unsigned 32-bit, so each
+/// product is one lane of `i64x2.extmul_{low,high}_i32x4_u`, exact (`Kernels::accumulate`).
 #[inline(always)]
 fn accumulate(acc: &mut [i64], weights: &[u32], rows: &[u8], row_len: usize, offset: usize) {
     let n = acc.len();
@@ -166,10 +166,10 @@ fn accumulate(acc: &mut [i64], weights: &[u32], rows: &[u8], row_len: usize, off
             let (mut sum_low, mut sum_high) = (v128_load(low), v128_load(high));
             let mut p = rows.as_ptr().add(offset + 4 * j);
             for &w in weights {
-                let v = v128_xor(v128_load(p as *const v128), i32x4_splat(i32::MIN));
-                let ws = i32x4_splat(w as i32);
-                sum_low = i64x2_add(sum_low, i64x2_extmul_low_i32x4(v, ws));
-                sum_high = i64x2_add(sum_high, i64x2_extmul_high_i32x4(v, ws));
+                let v = v128_load(p as *const v128);
+                let ws = u32x4_splat(w);
+                sum_low = i64x2_add(sum_low, u64x2_extmul_low_u32x4(v, ws));
+                sum_high = i64x2_add(sum_high, u64x2_extmul_high_u32x4(v, ws));
                 p = p.add(row_len);
             }
             v128_store(low, sum_low);
@@ -180,7 +180,7 @@ fn accumulate(acc: &mut [i64], weights: &[u32], rows: &[u8], row_len: usize, off
     for (j, a) in acc.iter_mut().enumerate().skip(whole) {
         for (t, &w) in weights.iter().enumerate() {
             let b = &rows[t * row_len + offset + 4 * j..][..4];
-            *a += w as i64 * (i32::from_le_bytes([b[0], b[1], b[2], b[3]]) ^ i32::MIN) as i64;
+            *a += w as i64 * u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64;
         }
     }
 }
