@@ -8,6 +8,12 @@
 //! 3.385 instructions per multiply-accumulate, two rows 3.56, one row 4.09). The sums are exact
 //! in i64 (|Σ| ≤ 2,048 × 255 × 2^27 < 2^47), so they are the integers of every other path
 //! whatever the order of the additions.
+//!
+//! Below them the attention head's loops (`head::attention_head_rows`), in assembly for the
+//! same reason: the weighted values four outputs a turn ([`weighted4`]), a score's dot
+//! ([`dot_i32`]), a head of eight values' whole score loop ([`scores8`]), the softmax's
+//! exponentials ([`exponentials`]) and weights ([`weights`]). The caches hold v + 2^31
+//! (`state::CACHE_OFFSET`), which SBF's zero-extending word load reads as it is.
 
 use core::arch::asm;
 
@@ -516,8 +522,8 @@ impl ScoreConstants {
 /// the bias, times the scale rounded from 24 fractional bits (one product: v is
 /// first checked against ± 2^62 / scale, past which the score saturates), saturated to
 /// ± ACT_LIMIT. These are `saturate(mul_q24(shift_round(q · k, 16), scale))` exactly: the
-/// rounding of one 62-bit product is `mul_q24`'s of the split one. 58 instructions a position
-/// (LLVM's loop with the dot in assembly: 91).
+/// rounding of one 62-bit product is `mul_q24`'s of the split one. 50 instructions a position
+/// (LLVM's loop around `dot_i32`, with an i32 cache: 91).
 ///
 /// # Safety
 /// `q` readable for eight values; for each t < `n` eight i32s at `key` + t × `row_len` and
