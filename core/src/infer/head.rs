@@ -88,7 +88,8 @@ pub fn attention_head_rows(h: &mut Head) -> i64 {
         // Scores: q · k, rounded to 16 fractional bits, times header byte 68, saturated.
         let mut max = i32::MIN as i64;
         let mut key = h.keys.as_ptr().add(h.offset);
-        // On SBF a head of eight values (stories260K's) takes the assembly position loop.
+        // On SBF a head of eight values (stories260K's) takes the assembly position loop,
+        // which scores every position: none is left for the loop below (n = 0).
         #[cfg(target_os = "solana")]
         let n = if head_size == 8 {
             let q_sum = query[..8].iter().sum::<i64>();

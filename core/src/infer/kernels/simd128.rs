@@ -9,6 +9,7 @@
 
 use super::portable::BLOCK;
 use super::{Kernels, Vector};
+use crate::infer::state::cached;
 use core::arch::wasm32::*;
 
 /// The SIMD128 set.
@@ -143,7 +144,7 @@ fn head_dot(query: &[i64], q: &[u8], key: &[u8]) -> i64 {
     }
     let mut dot = i64x2_extract_lane::<0>(acc) + i64x2_extract_lane::<1>(acc);
     for (&qj, b) in query[whole..].iter().zip(key[4 * whole..].chunks_exact(4)) {
-        dot += qj * (i32::from_le_bytes([b[0], b[1], b[2], b[3]]) ^ i32::MIN) as i64;
+        dot += qj * cached(b) as i64;
     }
     dot
 }
