@@ -250,7 +250,14 @@ impl<'a> Input<'a> {
     #[cfg(not(target_os = "solana"))]
     #[inline(always)]
     fn finish(&self, stored_dot: i64, scale: u32) -> i32 {
-        saturate(mul_q24(stored_dot - WEIGHT_BIAS as i64 * self.sum, scale))
+        saturate(mul_q24(stored_dot - self.bias(), scale))
+    }
+
+    /// 128 × Σ x: what the stored bytes' offset adds to a row's Σ stored × x.
+    #[cfg(not(target_os = "solana"))]
+    #[inline(always)]
+    fn bias(&self) -> i64 {
+        WEIGHT_BIAS as i64 * self.sum
     }
 }
 
@@ -362,9 +369,9 @@ unsafe fn rows_with<K: Kernels>(
         while r + 4 <= rows.end {
             // SAFETY: r to r + 3 are in the range `holds` accepted.
             let rs = [0, 1, 2, 3].map(|k| m.row_unchecked(r + k));
-            let dots = K::dot4(x, rs.map(|(_, w)| w));
-            for k in 0..4 {
-                write.apply(out, r + k - first, input.finish(dots[k], rs[k].0));
+            let products = K::products4(x, rs.map(|(_, w)| w), rs.map(|(s, _)| s), input.bias());
+            for (k, &v) in products.iter().enumerate() {
+                write.apply(out, r + k - first, v);
             }
             r += 4;
         }
@@ -749,10 +756,11 @@ mod tests {
     fn a_cpu_with_the_features_runs_their_set() {
         #[cfg(target_arch = "x86_64")]
         {
-            let avx512 = ["avx512f", "avx512bw", "avx512vl", "avx512vnni"];
+            let avx512 = ["avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512vnni"];
             let has = |f: &str| match f {
                 "avx512f" => std::is_x86_feature_detected!("avx512f"),
                 "avx512bw" => std::is_x86_feature_detected!("avx512bw"),
+                "avx512dq" => std::is_x86_feature_detected!("avx512dq"),
                 "avx512vl" => std::is_x86_feature_detected!("avx512vl"),
                 "avx512vnni" => std::is_x86_feature_detected!("avx512vnni"),
                 _ => std::is_x86_feature_detected!("avx2"),
@@ -850,7 +858,7 @@ mod tests {
 
     /// Every kernel set this machine runs (portable, AVX2, AVX-512 VNNI) gives the same exact
     /// row sums as Σ w × x in i64 — one row ([`Kernels::dot`]), four rows
-    /// ([`Kernels::dot4`]), and whole matrix stages ([`write_rows`], every `Write`, rows in
+    /// ([`Kernels::dot4`]) and their products ([`Kernels::products4`]), and whole matrix stages ([`write_rows`], every `Write`, rows in
     /// and past fours, split across threads) — at the extremes of the ranges and on seeded
     /// random rows of every tail length up to 2,048 columns.
     #[test]
@@ -909,6 +917,18 @@ mod tests {
                     expected[0],
                     "plain, {n}"
                 );
+                // The products' rule in i128: round((dot − bias) × scale / 2^24), halves up,
+                // saturated; scales over the whole u32 range, biases of either sign.
+                let scales = [1, next() as u32, next() as u32 | 1 << 31, u32::MAX];
+                let bias = match round {
+                    0 => 0,
+                    1 => -(1i64 << 45),
+                    _ => (next() % (1 << 46)) as i64 - (1 << 45),
+                };
+                let finished = [0, 1, 2, 3].map(|r| {
+                    let v = (expected[r] - bias) as i128 * scales[r] as i128;
+                    ((v + (1 << 23)) >> 24).clamp(-(1 << 27), 1 << 27) as i32
+                });
                 for &path in &paths {
                     let mut scratch = Scratch::with(path, 1);
                     let input = Input::new(&bytes, 0, &mut scratch);
@@ -917,12 +937,15 @@ mod tests {
                     if path == Path::Portable {
                         assert_eq!(halves_dot(&weights[0], x.hi, x.lo), expected[0]);
                     }
-                    let (one, four) = with_path!(path, K => (
+                    let rows = [&weights[0][..], &weights[1], &weights[2], &weights[3]];
+                    let (one, four, products) = with_path!(path, K => (
                         weights.iter().map(|w| K::dot(x, w)).collect::<Vec<_>>(),
-                        K::dot4(x, [&weights[0], &weights[1], &weights[2], &weights[3]]),
+                        K::dot4(x, rows),
+                        K::products4(x, rows, scales, bias),
                     ));
                     assert_eq!(one, expected, "{path:?} dot, {n} columns, round {round}");
                     assert_eq!(four[..], expected[..4], "{path:?} dot4, {n}, round {round}");
+                    assert_eq!(products, finished, "{path:?} products4, {n}, round {round}");
                 }
             }
         }

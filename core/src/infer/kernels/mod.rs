@@ -79,6 +79,18 @@ pub trait Kernels {
     /// `available()`.
     unsafe fn dot4(x: &Vector, w: [&[u8]; 4]) -> [i64; 4];
 
+    /// The spec's row products of four rows of the same length: (Σ stored × x − `bias`) ×
+    /// scale / 2^24, rounded (halves up), saturated, `bias` = 128 × Σ x and `scales` the rows'.
+    /// By default [`Kernels::dot4`] finished a row at a time.
+    ///
+    /// # Safety
+    /// `available()`.
+    #[inline(always)]
+    unsafe fn products4(x: &Vector, w: [&[u8]; 4], scales: [u32; 4], bias: i64) -> [i32; 4] {
+        let dots = Self::dot4(x, w);
+        [0, 1, 2, 3].map(|k| saturate(mul_q24(dots[k] - bias, scales[k])))
+    }
+
     /// Σ_j q_j × k_j over one head: `query` holds q widened to i64, `q` the same values as
     /// little-endian i32 bytes, `key` the cached key's slice (at least as long as `q`).
     ///
@@ -169,7 +181,7 @@ pub enum Path {
     Portable,
     /// x86-64 with AVX2.
     Avx2,
-    /// x86-64 with AVX-512 F, BW and VNNI.
+    /// x86-64 with AVX-512 F, BW, DQ, VL and VNNI.
     Avx512,
 }
 
