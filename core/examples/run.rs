@@ -29,6 +29,8 @@ fn main() {
     let model = Model::from_artifact(&artifact).expect("model");
     let meta = model.metadata();
     let mut state = vec![0u8; state_len(&model.config())];
+    // The kernel set's one-time check outside the clock, as `client run` does.
+    curta_core::infer::Path::detect();
     let start = Instant::now();
     let mut run = Run::start(&mut state, &model, &prompt, steps, Settings::greedy())
         .unwrap_or_else(|e| panic!("{e}"));
