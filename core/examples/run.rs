@@ -16,7 +16,10 @@ fn main() {
         eprintln!("usage: run ARTIFACT STEPS [PROMPT_TOKENS, e.g. 1,306]");
         std::process::exit(2);
     }
-    let bytes = std::fs::read(&args[1]).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
+    // Loaded as `client run` loads it (on huge pages where the system gives them).
+    let file = curta_core::convert::LoadedFile::open(std::path::Path::new(&args[1]))
+        .unwrap_or_else(|e| panic!("{}: {e}", args[1]));
+    let bytes = file.bytes();
     let steps: u32 = args[2].parse().expect("STEPS is a number");
     let prompt: Vec<u32> = match args.get(3) {
         Some(list) => list
@@ -25,7 +28,7 @@ fn main() {
             .collect(),
         None => vec![1],
     };
-    let artifact = curta_core::decode(&bytes).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
+    let artifact = curta_core::decode(bytes).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
     let model = Model::from_artifact(&artifact).expect("model");
     let meta = model.metadata();
     let mut state = vec![0u8; state_len(&model.config())];

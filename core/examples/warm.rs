@@ -15,16 +15,21 @@ fn main() {
         eprintln!("usage: warm ARTIFACT RUNS [THREADS] [avx2|portable]");
         std::process::exit(2);
     }
-    let bytes = std::fs::read(&args[1]).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
+    // Loaded as `client run` loads it (on huge pages where the system gives them).
+    let file = curta_core::convert::LoadedFile::open(std::path::Path::new(&args[1]))
+        .unwrap_or_else(|e| panic!("{}: {e}", args[1]));
+    let bytes = file.bytes();
     let runs: usize = args[2].parse().expect("RUNS is a number");
-    let threads: usize = args.get(3).map_or(1, |t| t.parse().expect("THREADS is a number"));
+    let threads: usize = args
+        .get(3)
+        .map_or(1, |t| t.parse().expect("THREADS is a number"));
     let path = match args.get(4).map(String::as_str) {
         None => Path::detect(),
         Some("avx2") => Path::Avx2,
         Some("portable") => Path::Portable,
         Some(other) => panic!("unknown path {other}: avx2 or portable"),
     };
-    let artifact = curta_core::decode(&bytes).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
+    let artifact = curta_core::decode(bytes).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
     let model = Model::from_artifact(&artifact).expect("model");
     let steps = 256.min(model.config().context_length);
     let one = || {

@@ -2,7 +2,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use curta_core::convert::MappedFile;
+use curta_core::convert::{LoadedFile, MappedFile};
 use curta_core::infer::{parse_fixed16, Fixed16, Settings, Status, MAX_TEMPERATURE, ONE};
 use curta_core::{decode, Artifact};
 use std::io::Write as _;
@@ -191,9 +191,10 @@ fn settings(args: &GenerationArgs) -> Result<(Settings, u64)> {
     ))
 }
 
-/// The artifact of a path (mapped) or of a sealed model's address (read from the cluster).
+/// The artifact of a path (loaded, `curta_core::convert::LoadedFile`) or of a sealed model's address (read from the
+/// cluster).
 enum Source {
-    File(MappedFile, PathBuf),
+    File(LoadedFile, PathBuf),
     Chain(Vec<u8>, String),
 }
 
@@ -201,7 +202,7 @@ impl Source {
     fn open(model: &str, global: &GlobalArgs) -> Result<Source> {
         let path = Path::new(model);
         if path.exists() {
-            let file = MappedFile::open(path).with_context(|| format!("artifact {model}"))?;
+            let file = LoadedFile::open(path).with_context(|| format!("artifact {model}"))?;
             return Ok(Source::File(file, path.to_path_buf()));
         }
         let address = solana_pubkey::Pubkey::from_str(model).map_err(|_| {

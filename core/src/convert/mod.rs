@@ -5,6 +5,7 @@
 mod checkpoint;
 mod error;
 mod file;
+mod loaded;
 mod plan;
 mod quantize;
 pub mod synth;
@@ -14,6 +15,7 @@ mod tokenizer;
 pub use checkpoint::Tensor;
 pub use error::{ConvertError, ConvertFileError};
 pub use file::{convert_file, MappedFile, Summary};
+pub use loaded::LoadedFile;
 pub use quantize::round_half_away;
 pub use tokenizer::score_key;
 
