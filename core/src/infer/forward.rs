@@ -178,7 +178,13 @@ impl<'a> Input<'a> {
                 #[cfg(all(feature = "std", target_arch = "x86_64"))]
                 // SAFETY: the path is Avx512 only where the CPU has its features.
                 unsafe {
-                    super::kernels::avx512::split_planes(bytes, &mut scratch.planes, MAX_COLUMNS)
+                    super::kernels::avx512::split_planes(
+                        bytes,
+                        &mut scratch.planes,
+                        MAX_COLUMNS,
+                        &mut scratch.hi,
+                        &mut scratch.lo,
+                    )
                 };
             } else {
                 for (i, v) in bytes.chunks_exact(4).enumerate() {
@@ -348,8 +354,8 @@ fn rows_to(m: &Rows, rows: core::ops::Range<usize>, input: &Input, out: &mut [u8
     with_path!(input.path, K => rows_with::<K>(m, rows, input, out, write))
 }
 
-/// [`rows_to`] with the kernel set `K`: four rows a turn ([`Kernels::dot4`]), then one at a
-/// time.
+/// [`rows_to`] with the kernel set `K`: eight rows a turn ([`Kernels::products8`]), then four
+/// ([`Kernels::products4`]), then one at a time.
 ///
 /// # Safety
 /// `K::available()`.
@@ -366,7 +372,16 @@ unsafe fn rows_with<K: Kernels>(
     let first = rows.start;
     if m.holds(&rows) {
         let mut r = rows.start;
-        while r + 4 <= rows.end {
+        while r + 8 <= rows.end {
+            // SAFETY: r to r + 7 are in the range `holds` accepted.
+            let rs: [_; 8] = core::array::from_fn(|k| m.row_unchecked(r + k));
+            let products = K::products8(x, rs.map(|(_, w)| w), rs.map(|(s, _)| s), input.bias());
+            for (k, &v) in products.iter().enumerate() {
+                write.apply(out, r + k - first, v);
+            }
+            r += 8;
+        }
+        if r + 4 <= rows.end {
             // SAFETY: r to r + 3 are in the range `holds` accepted.
             let rs = [0, 1, 2, 3].map(|k| m.row_unchecked(r + k));
             let products = K::products4(x, rs.map(|(_, w)| w), rs.map(|(s, _)| s), input.bias());
@@ -858,7 +873,8 @@ mod tests {
 
     /// Every kernel set this machine runs (portable, AVX2, AVX-512 VNNI) gives the same exact
     /// row sums as Σ w × x in i64 — one row ([`Kernels::dot`]), four rows
-    /// ([`Kernels::dot4`]) and their products ([`Kernels::products4`]), and whole matrix stages ([`write_rows`], every `Write`, rows in
+    /// ([`Kernels::dot4`]), the products of four and of eight ([`Kernels::products4`],
+    /// [`Kernels::products8`]: scales over the whole u32 range, biases of either sign), and whole matrix stages ([`write_rows`], every `Write`, rows in
     /// and past fours, split across threads) — at the extremes of the ranges and on seeded
     /// random rows of every tail length up to 2,048 columns.
     #[test]
@@ -886,7 +902,7 @@ mod tests {
             256, 257, 263, 264, 272, 279, 288, 768, 2047, 2048,
         ] {
             for round in 0..6 {
-                let weights: Vec<Vec<u8>> = (0..5)
+                let weights: Vec<Vec<u8>> = (0..8)
                     .map(|r| {
                         (0..n)
                             .map(|i| match round {
@@ -920,13 +936,18 @@ mod tests {
                 // The products' rule in i128: round((dot − bias) × scale / 2^24), halves up,
                 // saturated; scales over the whole u32 range, biases of either sign.
                 let scales = [1, next() as u32, next() as u32 | 1 << 31, u32::MAX];
+                let scales8: [u32; 8] = core::array::from_fn(|r| match r {
+                    0..4 => scales[r],
+                    4 => 1 << 24,
+                    _ => next() as u32,
+                });
                 let bias = match round {
                     0 => 0,
                     1 => -(1i64 << 45),
                     _ => (next() % (1 << 46)) as i64 - (1 << 45),
                 };
-                let finished = [0, 1, 2, 3].map(|r| {
-                    let v = (expected[r] - bias) as i128 * scales[r] as i128;
+                let finished: [i32; 8] = core::array::from_fn(|r| {
+                    let v = (expected[r] - bias) as i128 * scales8[r] as i128;
                     ((v + (1 << 23)) >> 24).clamp(-(1 << 27), 1 << 27) as i32
                 });
                 for &path in &paths {
@@ -937,15 +958,25 @@ mod tests {
                     if path == Path::Portable {
                         assert_eq!(halves_dot(&weights[0], x.hi, x.lo), expected[0]);
                     }
-                    let rows = [&weights[0][..], &weights[1], &weights[2], &weights[3]];
-                    let (one, four, products) = with_path!(path, K => (
+                    let rows8: [&[u8]; 8] = core::array::from_fn(|r| &weights[r][..]);
+                    let rows = [rows8[0], rows8[1], rows8[2], rows8[3]];
+                    let (one, four, products, products8) = with_path!(path, K => (
                         weights.iter().map(|w| K::dot(x, w)).collect::<Vec<_>>(),
                         K::dot4(x, rows),
                         K::products4(x, rows, scales, bias),
+                        K::products8(x, rows8, scales8, bias),
                     ));
                     assert_eq!(one, expected, "{path:?} dot, {n} columns, round {round}");
                     assert_eq!(four[..], expected[..4], "{path:?} dot4, {n}, round {round}");
-                    assert_eq!(products, finished, "{path:?} products4, {n}, round {round}");
+                    assert_eq!(
+                        products[..],
+                        finished[..4],
+                        "{path:?} products4, {n}, {round}"
+                    );
+                    assert_eq!(
+                        products8, finished,
+                        "{path:?} products8, {n}, round {round}"
+                    );
                 }
             }
         }

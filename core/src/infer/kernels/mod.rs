@@ -91,6 +91,21 @@ pub trait Kernels {
         [0, 1, 2, 3].map(|k| saturate(mul_q24(dots[k] - bias, scales[k])))
     }
 
+    /// [`Kernels::products4`] of eight rows of the same length. By default two fours.
+    ///
+    /// # Safety
+    /// `available()`.
+    #[inline(always)]
+    unsafe fn products8(x: &Vector, w: [&[u8]; 8], scales: [u32; 8], bias: i64) -> [i32; 8] {
+        let four = |k: usize| {
+            let rows = [w[k], w[k + 1], w[k + 2], w[k + 3]];
+            let s = [scales[k], scales[k + 1], scales[k + 2], scales[k + 3]];
+            Self::products4(x, rows, s, bias)
+        };
+        let (a, b) = (four(0), four(4));
+        [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+    }
+
     /// Σ_j q_j × k_j over one head: `query` holds q widened to i64, `q` the same values as
     /// little-endian i32 bytes, `key` the cached key's slice (at least as long as `q`).
     ///
