@@ -191,8 +191,8 @@ fn settings(args: &GenerationArgs) -> Result<(Settings, u64)> {
     ))
 }
 
-/// The artifact of a path (loaded, `curta_core::convert::LoadedFile`) or of a sealed model's address (read from the
-/// cluster).
+/// The artifact of a path (loaded, `curta_core::convert::LoadedFile`) or of a sealed model's
+/// address (read from the cluster).
 enum Source {
     File(LoadedFile, PathBuf),
     Chain(Vec<u8>, String),

@@ -21,17 +21,23 @@ pub struct MappedFile {
     map: Option<Mmap>,
 }
 
+/// The regular file at `path`, open, with its length; a directory or a device is refused.
+pub(super) fn open_regular(path: &Path) -> std::io::Result<(File, u64)> {
+    let file = File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a directory or a device)",
+        ));
+    }
+    Ok((file, metadata.len()))
+}
+
 impl MappedFile {
     pub fn open(path: &Path) -> std::io::Result<MappedFile> {
-        let file = File::open(path)?;
-        let metadata = file.metadata()?;
-        if !metadata.is_file() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file (a directory or a device)",
-            ));
-        }
-        if metadata.len() == 0 {
+        let (file, len) = open_regular(path)?;
+        if len == 0 {
             return Ok(MappedFile { map: None });
         }
         // SAFETY: the map is read-only; like every reader of a mapped file we rely on nobody

@@ -7,7 +7,6 @@
 //! Elsewhere, or when the kernel has no huge page to give, the same bytes sit in ordinary pages.
 
 use memmap2::{MmapMut, MmapOptions};
-use std::fs::File;
 use std::io::{Error, ErrorKind, Read};
 use std::path::Path;
 
@@ -25,15 +24,8 @@ impl LoadedFile {
     /// Reads the regular file at `path`; refuses a directory or a device, and a file whose
     /// length changes while it is read.
     pub fn open(path: &Path) -> std::io::Result<LoadedFile> {
-        let mut file = File::open(path)?;
-        let metadata = file.metadata()?;
-        if !metadata.is_file() {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                "not a regular file (a directory or a device)",
-            ));
-        }
-        let len = usize::try_from(metadata.len()).map_err(|_| {
+        let (mut file, len) = super::file::open_regular(path)?;
+        let len = usize::try_from(len).map_err(|_| {
             Error::new(ErrorKind::InvalidInput, "larger than this machine's memory")
         })?;
         if len == 0 {

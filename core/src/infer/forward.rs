@@ -189,9 +189,7 @@ impl<'a> Input<'a> {
             } else {
                 for (i, v) in bytes.chunks_exact(4).enumerate() {
                     let x = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
-                    let h = (x + (1 << 15)) >> 16;
-                    scratch.hi[i] = h as i16;
-                    scratch.lo[i] = (x - (h << 16)) as i16;
+                    (scratch.hi[i], scratch.lo[i]) = super::kernels::portable::halves(x);
                 }
             }
             scratch.held = Some((bytes.as_ptr() as usize, bytes.len(), sum));
@@ -874,8 +872,9 @@ mod tests {
     /// Every kernel set this machine runs (portable, AVX2, AVX-512 VNNI) gives the same exact
     /// row sums as Σ w × x in i64 — one row ([`Kernels::dot`]), four rows
     /// ([`Kernels::dot4`]), the products of four and of eight ([`Kernels::products4`],
-    /// [`Kernels::products8`]: scales over the whole u32 range, biases of either sign), and whole matrix stages ([`write_rows`], every `Write`, rows in
-    /// and past fours, split across threads) — at the extremes of the ranges and on seeded
+    /// [`Kernels::products8`]: scales over the whole u32 range, biases of either sign), and
+    /// whole matrix stages ([`write_rows`], every `Write`, rows in and past fours, split across
+    /// threads) — at the extremes of the ranges and on seeded
     /// random rows of every tail length up to 2,048 columns.
     #[test]
     fn every_kernel_gives_the_same_integers() {

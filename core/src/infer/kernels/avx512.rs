@@ -19,7 +19,7 @@
 //! tails through masks.
 
 use super::portable::BLOCK;
-use super::{Kernels, Vector};
+use super::{by_fours, Kernels, Vector};
 use core::arch::x86_64::*;
 
 /// The AVX-512 set.
@@ -67,13 +67,7 @@ impl Kernels for Avx512 {
         if w[0].len() <= BLOCK {
             return halves_products8(w, x.hi, x.lo, scales, bias);
         }
-        let four = |k: usize| {
-            let rows = [w[k], w[k + 1], w[k + 2], w[k + 3]];
-            let s = [scales[k], scales[k + 1], scales[k + 2], scales[k + 3]];
-            planes_products4(rows, x.planes, s, bias)
-        };
-        let (a, b) = (four(0), four(4));
-        [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+        by_fours(w, scales, |w, s| planes_products4(w, x.planes, s, bias))
     }
 
     #[inline(always)]
@@ -202,9 +196,7 @@ pub unsafe fn split_planes(
         for (k, &dk) in digits(x).iter().enumerate() {
             planes[k * stride + j] = dk;
         }
-        let h = (x + (1 << 15)) >> 16;
-        hi[j] = h as i16;
-        lo[j] = (x - (h << 16)) as i16;
+        (hi[j], lo[j]) = super::portable::halves(x);
     }
 }
 
@@ -369,16 +361,9 @@ pub unsafe fn planes_products4(
     );
     let sums = _mm512_add_epi64(pairs, _mm512_shuffle_i64x2::<0b10_11_00_01>(pairs, pairs));
     let dots = _mm512_permutexvar_epi64(_mm512_set_epi64(0, 0, 0, 0, 5, 1, 4, 0), sums);
-    let scale = _mm512_set_epi64(
-        0,
-        0,
-        0,
-        0,
-        scales[3] as i64,
-        scales[2] as i64,
-        scales[1] as i64,
-        scales[0] as i64,
-    );
+    let scale = _mm512_cvtepu32_epi64(_mm256_zextsi128_si256(_mm_loadu_si128(
+        scales.as_ptr() as *const __m128i
+    )));
     let products = finish_rows(dots, scale, bias);
     let mut out = [0i32; 4];
     _mm_storeu_si128(out.as_mut_ptr() as *mut _, _mm256_castsi256_si128(products));

@@ -97,13 +97,7 @@ pub trait Kernels {
     /// `available()`.
     #[inline(always)]
     unsafe fn products8(x: &Vector, w: [&[u8]; 8], scales: [u32; 8], bias: i64) -> [i32; 8] {
-        let four = |k: usize| {
-            let rows = [w[k], w[k + 1], w[k + 2], w[k + 3]];
-            let s = [scales[k], scales[k + 1], scales[k + 2], scales[k + 3]];
-            Self::products4(x, rows, s, bias)
-        };
-        let (a, b) = (four(0), four(4));
-        [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+        by_fours(w, scales, |w, s| Self::products4(x, w, s, bias))
     }
 
     /// Σ_j q_j × k_j over one head: `query` holds q widened to i64, `q` the same values as
@@ -187,6 +181,25 @@ pub trait Kernels {
             *w = ((get_u32(e, 0) as u64 * reciprocal) >> 32) as u32;
         }
     }
+}
+
+/// Eight rows' products as two fours, by `four` (rows 0 to 3, then 4 to 7).
+#[cfg(not(target_os = "solana"))]
+#[inline(always)]
+pub fn by_fours(
+    w: [&[u8]; 8],
+    scales: [u32; 8],
+    mut four: impl FnMut([&[u8]; 4], [u32; 4]) -> [i32; 4],
+) -> [i32; 8] {
+    let half = |k: usize| {
+        (
+            [w[k], w[k + 1], w[k + 2], w[k + 3]],
+            [scales[k], scales[k + 1], scales[k + 2], scales[k + 3]],
+        )
+    };
+    let ((w0, s0), (w1, s1)) = (half(0), half(4));
+    let (a, b) = (four(w0, s0), four(w1, s1));
+    [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
 }
 
 /// The kernel set a run takes: the widest this machine has.

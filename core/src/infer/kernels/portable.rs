@@ -51,6 +51,14 @@ impl Kernels for Portable {
     }
 }
 
+/// x's 16-bit halves (x = hi × 2^16 + lo, lo in [−2^15, 2^15)), as every set's input split
+/// makes them ([`super::Vector`]).
+#[inline(always)]
+pub fn halves(x: i32) -> (i16, i16) {
+    let h = (x + (1 << 15)) >> 16;
+    (h as i16, (x - (h << 16)) as i16)
+}
+
 /// Σ b × x from x's 16-bit halves: 2^16 Σ b × hi + Σ b × lo, summed in blocks of [`BLOCK`]
 /// columns.
 #[inline(always)]
