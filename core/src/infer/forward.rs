@@ -329,18 +329,83 @@ pub fn write_rows(
     {
         let rows = rows.start..rows.end.max(rows.start);
         let out = &mut out[4 * rows.start..4 * rows.end];
-        #[cfg(feature = "std")]
-        if input.threads > 1 && rows.len() * m.columns >= PARALLEL_WORK {
-            let per = rows.len().div_ceil(input.threads).next_multiple_of(4);
-            let parts = out.chunks_mut(4 * per).collect();
-            super::team::sum_parts(input.threads, parts, |i, chunk: &mut [u8]| {
-                let start = rows.start + i * per;
-                rows_to(m, start..start + chunk.len() / 4, input, chunk, write);
+        write_products(&mut [Product::new(&[(*m, write)], rows, out)], input);
+    }
+}
+
+/// Matrices, each with what its rows' products do to the output.
+#[cfg(not(target_os = "solana"))]
+pub type Matrices<'m> = [(Rows<'m>, Write<'m>)];
+
+/// Matrices' rows into one output, in order (the hidden stage's gate, then its up rows over
+/// the gate's products): a piece of [`write_products`]' work. `out`'s word 0 is row
+/// `rows.start`'s.
+#[cfg(not(target_os = "solana"))]
+pub struct Product<'p, 'm, 'o> {
+    matrices: &'p Matrices<'m>,
+    rows: core::ops::Range<usize>,
+    out: &'o mut [u8],
+}
+
+#[cfg(not(target_os = "solana"))]
+impl<'p, 'm, 'o> Product<'p, 'm, 'o> {
+    pub fn new(
+        matrices: &'p Matrices<'m>,
+        rows: core::ops::Range<usize>,
+        out: &'o mut [u8],
+    ) -> Product<'p, 'm, 'o> {
+        Product {
+            matrices,
+            rows,
+            out,
+        }
+    }
+}
+
+/// Every product's matrices times `input`, in one split across the scratch's threads when
+/// their work together reaches [`PARALLEL_WORK`] (part i takes the i-th share of each
+/// product's rows), so that the stages that read one input (query, key and value; the gate and
+/// up rows) hand work off once. Each part writes its own words: the same words in any split.
+#[cfg(not(target_os = "solana"))]
+pub fn write_products(products: &mut [Product], input: &Input) {
+    #[cfg(feature = "std")]
+    {
+        let work: usize = products
+            .iter()
+            .map(|p| p.rows.len() * p.matrices.iter().map(|(m, _)| m.columns).sum::<usize>())
+            .sum();
+        if input.threads > 1 && work >= PARALLEL_WORK {
+            // Part i: (the product, its first row, its rows' words) for each product.
+            type Share<'a> = std::vec::Vec<(usize, usize, &'a mut [u8])>;
+            let mut parts: std::vec::Vec<Share> =
+                (0..input.threads).map(|_| Share::new()).collect();
+            let mut matrices = std::vec::Vec::with_capacity(products.len());
+            for (p, product) in products.iter_mut().enumerate() {
+                matrices.push(product.matrices);
+                let per = product
+                    .rows
+                    .len()
+                    .div_ceil(input.threads)
+                    .next_multiple_of(4);
+                for (i, chunk) in product.out.chunks_mut(4 * per.max(4)).enumerate() {
+                    parts[i].push((p, product.rows.start + i * per, chunk));
+                }
+            }
+            super::team::sum_parts(input.threads, parts, |_, share| {
+                for (p, start, chunk) in share {
+                    for &(m, write) in matrices[p] {
+                        rows_to(&m, start..start + chunk.len() / 4, input, chunk, write);
+                    }
+                }
                 0
             });
             return;
         }
-        rows_to(m, rows, input, out, write);
+    }
+    for product in products {
+        for &(m, write) in product.matrices {
+            rows_to(&m, product.rows.clone(), input, product.out, write);
+        }
     }
 }
 
@@ -1054,6 +1119,79 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// [`write_products`] in one split gives every product's words as its matrices in turn,
+    /// row by row: products of several matrices over one output (the gate, then the up rows),
+    /// of other row counts and ranges, one too small to share out, on every path and 1 to 3
+    /// threads (their work together past the split's threshold).
+    #[test]
+    fn products_in_one_split_write_what_their_matrices_write_in_turn() {
+        let mut seed = 0x0DDB_A11C_AFE5_EED5u64;
+        let columns = 288;
+        let table: Vec<u8> = (0..=TABLE_LAST as u64)
+            .flat_map(|i| ((i as i32 * 331) - 700_000).to_le_bytes())
+            .collect();
+        let stored: Vec<(Vec<u8>, usize)> = [300, 200, 200, 5]
+            .map(|rows| matrix(rows, columns, &mut seed))
+            .into();
+        let m: Vec<Rows> = stored
+            .iter()
+            .map(|(bytes, row_bytes)| Rows {
+                bytes,
+                columns,
+                row_bytes: *row_bytes,
+            })
+            .collect();
+        let x: Vec<u8> = (0..columns)
+            .flat_map(|_| {
+                ((crate::infer::next_random(&mut seed) % (1 << 28)) as i32 - (1 << 27))
+                    .to_le_bytes()
+            })
+            .collect();
+        let sum: i64 = x.chunks_exact(4).map(|v| word(v) as i64).sum();
+        let first = [(m[0], Write::Set)];
+        let gated = [(m[1], Write::Set), (m[2], Write::Gate(&table))];
+        let small = [(m[3], Write::Add)];
+        let products: [(&Matrices, core::ops::Range<usize>); 3] =
+            [(&first, 0..300), (&gated, 7..190), (&small, 0..5)];
+        assert!(300 * columns + 2 * 183 * columns + 5 * columns >= PARALLEL_WORK);
+        let start = |rows: usize, seed: &mut u64| -> Vec<u8> {
+            (0..rows)
+                .flat_map(|_| ((crate::infer::next_random(seed) % (1 << 22)) as i32).to_le_bytes())
+                .collect()
+        };
+        let outs: Vec<Vec<u8>> = products
+            .iter()
+            .map(|(_, r)| start(r.len(), &mut seed))
+            .collect();
+        // The reference: each product's matrices in turn, one row at a time, the plain sum.
+        let mut expected = outs.clone();
+        let mut scratch = Scratch::with(Path::Portable, 1);
+        let input = Input::new(&x, sum, &mut scratch);
+        for ((matrices, range), out) in products.iter().zip(&mut expected) {
+            for &(m, write) in matrices.iter() {
+                for r in range.clone() {
+                    let (scale, w) = m.row(r);
+                    let v = input.finish(stored_dot_plain(w, &x), scale);
+                    write.apply(out, r - range.start, v);
+                }
+            }
+        }
+        for &path in &Path::all() {
+            for threads in 1..=3 {
+                let mut scratch = Scratch::with(path, threads);
+                let input = Input::new(&x, sum, &mut scratch);
+                let mut got = outs.clone();
+                let mut all: Vec<Product> = products
+                    .iter()
+                    .zip(&mut got)
+                    .map(|((matrices, range), out)| Product::new(matrices, range.clone(), out))
+                    .collect();
+                write_products(&mut all, &input);
+                assert!(got == expected, "{path:?}, {threads} threads");
             }
         }
     }

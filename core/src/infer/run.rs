@@ -4,16 +4,16 @@
 //! and an advance does whole items only, so any split of the work into advances gives the same
 //! state bytes and the same tokens as one advance.
 
-#[cfg(not(target_os = "solana"))]
-use super::forward::Path;
 use super::forward::{attention_heads, embed, rmsnorm, rotary, write_rows, Input, Scratch, Write};
+#[cfg(not(target_os = "solana"))]
+use super::forward::{write_products, Path, Product};
 use super::sample::{cut, draw_part, max_part, weigh_part, Settings, MAX_TEMPERATURE, ONE};
 use super::state::{
     field, get, get_u32, set_u32, word, zero, Mode, StateLayout, Status, CACHE_OFFSET, HIST_LEN,
     STATE_HEADER_LEN, STATE_TAG,
 };
 use super::tokenizer::{BOS, EOS};
-use super::{Model, RunError};
+use super::{Model, Rows, RunError};
 use crate::le::{put_u32, put_u64, u32_at, u64_at};
 use crate::{Block, Config, MatrixKind};
 
@@ -573,6 +573,24 @@ impl<'s> Run<'s> {
             let stage = self.stage();
             let item = u32_at(self.state, field::ITEM);
             let items = stage.items(&self.config);
+            // Off chain a layer's query, key and value stages (one input, three matrices) run
+            // as one split when the three fit the budget whole: the same bytes as in turn.
+            #[cfg(not(target_os = "solana"))]
+            if let (Stage::Query(layer), 0) = (stage, item) {
+                let whole = |s: Stage| cost(s, &self.config, pos) * s.items(&self.config) as u64;
+                let three = [stage, Stage::Key(layer), Stage::Value(layer)].map(whole);
+                let section = stage.section(multi).unwrap_or(0);
+                if three.iter().sum::<u64>() <= budget - used.min(budget) && model.holds(section) {
+                    self.query_key_value(model, layer, pos, &mut scratch)?;
+                    *read |= 1 << section;
+                    advanced = true;
+                    used += three.iter().sum::<u64>();
+                    if let Some(progress) = self.next_stage(Stage::Value(layer), pos) {
+                        return Ok((progress, used));
+                    }
+                    continue;
+                }
+            }
             let cost = cost(stage, &self.config, pos);
             let room = (budget - used.min(budget)) / cost.max(1);
             let fit = match room.min((items - item) as u64) as u32 {
@@ -606,6 +624,40 @@ impl<'s> Run<'s> {
         }
     }
 
+    /// Layer `layer`'s query, key and value stages whole at `pos`, in one split of their rows
+    /// (off chain): the bytes of the three stages in turn.
+    #[cfg(not(target_os = "solana"))]
+    fn query_key_value(
+        &mut self,
+        model: &Model,
+        layer: u32,
+        pos: u32,
+        scratch: &mut Scratch,
+    ) -> Result<(), RunError> {
+        let (d, kv_dim) = (self.config.dim as usize, self.layout.kv_dim);
+        let start = layer as usize * 4 * self.layout.cache_layer + 4 * pos as usize * kv_dim;
+        let at_pos = start..start + 4 * kv_dim;
+        let r = self.layout.split(self.state);
+        let input = Input::new(r.xb, u64_at(r.header, field::XB_SUM) as i64, scratch);
+        let [q, k, v] = [MatrixKind::Query, MatrixKind::Key, MatrixKind::Value]
+            .map(|kind| layer_matrix(model, layer, kind).map(|m| [(m, Write::Set)]));
+        let (q, k, v) = (q?, k?, v?);
+        write_products(
+            &mut [
+                Product::new(&q, 0..d, &mut r.q[..4 * d]),
+                Product::new(&k, 0..kv_dim, &mut r.keys[at_pos.clone()]),
+                Product::new(&v, 0..kv_dim, &mut r.values[at_pos.clone()]),
+            ],
+            &input,
+        );
+        // As the value stage leaves its row: in the caches' offset binary.
+        let value = &mut r.values[at_pos];
+        for i in 0..kv_dim {
+            set_u32(value, i, get_u32(value, i) ^ CACHE_OFFSET);
+        }
+        Ok(())
+    }
+
     /// Items `range` of `stage` at `pos`; `Some(n)` when the stage ended after the first `n`
     /// of them (the draw reached its token). Inlined into its one caller: on SBF a
     /// call may pass at most five arguments in registers and return no aggregate.
@@ -629,13 +681,7 @@ impl<'s> Run<'s> {
         let header = r.header;
         let xb_sum = u64_at(header, field::XB_SUM) as i64;
         let hb_sum = u64_at(header, field::HB_SUM) as i64;
-        let matrix = |l: u32, kind: MatrixKind| {
-            let k = MatrixKind::LAYER
-                .iter()
-                .position(|&m| m == kind)
-                .unwrap_or(0);
-            model.rows(2 + 7 * l as usize + k)
-        };
+        let matrix = |l: u32, kind: MatrixKind| layer_matrix(model, l, kind);
         // The layer's key and value caches, and the slice of position `pos` in them.
         let layer_cache = |l: u32| l as usize * cache_layer..(l as usize + 1) * cache_layer;
         let at_pos = |l: u32| {
@@ -723,8 +769,17 @@ impl<'s> Run<'s> {
                 let input = Input::new(r.xb, xb_sum, scratch);
                 let mut sum = if first { 0 } else { hb_sum };
                 // The gate's rows, then the up rows over them (Write::Gate), then the sum.
-                write_rows(&gate, rows.clone(), &input, r.hb, Write::Set);
-                write_rows(&up, rows.clone(), &input, r.hb, Write::Gate(table));
+                #[cfg(target_os = "solana")]
+                {
+                    write_rows(&gate, rows.clone(), &input, r.hb, Write::Set);
+                    write_rows(&up, rows.clone(), &input, r.hb, Write::Gate(table));
+                }
+                #[cfg(not(target_os = "solana"))]
+                {
+                    let both = [(gate, Write::Set), (up, Write::Gate(table))];
+                    let out = &mut r.hb[4 * rows.start..4 * rows.end];
+                    write_products(&mut [Product::new(&both, rows.clone(), out)], &input);
+                }
                 for i in rows {
                     sum += get(r.hb, i) as i64;
                 }
@@ -812,6 +867,17 @@ impl<'s> Run<'s> {
     fn end(&mut self, status: Status) {
         put_u32(self.state, field::STATUS, status as u32);
     }
+}
+
+/// Matrix `kind` of layer `l` (the artifact's matrices 2 + 7l onwards, in `MatrixKind::LAYER`'s
+/// order).
+#[inline(always)]
+fn layer_matrix<'m>(model: &Model<'m>, l: u32, kind: MatrixKind) -> Result<Rows<'m>, RunError> {
+    let k = MatrixKind::LAYER
+        .iter()
+        .position(|&m| m == kind)
+        .unwrap_or(0);
+    model.rows(2 + 7 * l as usize + k)
 }
 
 /// Items `ids` of a sampling stage (docs/inference.md, "Sampling in items"), its values between
