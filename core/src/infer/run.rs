@@ -578,13 +578,16 @@ impl<'s> Run<'s> {
             #[cfg(not(target_os = "solana"))]
             if let (Stage::Query(layer), 0) = (stage, item) {
                 let whole = |s: Stage| cost(s, &self.config, pos) * s.items(&self.config) as u64;
-                let three = [stage, Stage::Key(layer), Stage::Value(layer)].map(whole);
+                let three: u64 = [stage, Stage::Key(layer), Stage::Value(layer)]
+                    .map(whole)
+                    .iter()
+                    .sum();
                 let section = stage.section(multi).unwrap_or(0);
-                if three.iter().sum::<u64>() <= budget - used.min(budget) && model.holds(section) {
+                if three <= budget - used.min(budget) && model.holds(section) {
                     self.query_key_value(model, layer, pos, &mut scratch)?;
                     *read |= 1 << section;
                     advanced = true;
-                    used += three.iter().sum::<u64>();
+                    used += three;
                     if let Some(progress) = self.next_stage(Stage::Value(layer), pos) {
                         return Ok((progress, used));
                     }
