@@ -2,7 +2,7 @@
 //!
 //! One implementation: every export below calls `curta_core::infer` (the same code `client
 //! run` and the program run); nothing here computes a number of the forward pass. The
-//! JavaScript side (sdk/src/engine.ts) allocates the artifact and the state buffer in linear
+//! JavaScript side (sdk/src/run.ts) allocates the artifact and the state buffer in linear
 //! memory with [`curta_alloc`], loads the model once with [`curta_load`], then starts a run
 //! ([`curta_start`], [`curta_score`]) and advances it ([`curta_advance`]): each advance resumes
 //! the run from its state bytes (`Run::resume` checks them) and stops at the next token.
