@@ -1071,6 +1071,11 @@ async fn only_the_authority_starts_a_seal_pass() {
             .push(AccountMeta::new(p.weights[1], false));
         bank.refused(&[with_authority], &[&a], 0, err(WrongAccountCount), &w)
             .await;
+        // The model's account alone: no weight account to hash (it once panicked on chain).
+        let mut alone = seal(&p, 1, pass, 1);
+        alone.accounts.truncate(1);
+        bank.refused(&[alone], &[], 0, err(WrongAccountCount), &w)
+            .await;
         // Mallory, sole signer and fee payer, cranks the next chunk.
         bank.send_paid_by(&[seal(&p, 1, pass, 1)], &m)
             .await

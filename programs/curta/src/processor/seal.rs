@@ -32,7 +32,7 @@ pub(super) fn process_seal(
             (model_info, weight_info, later, Some(authority))
         }
         ([model_info, weight_info], _) => (model_info, weight_info, &[][..], None),
-        ([model_info, weights @ ..], 1..) => (model_info, &weights[0], weights, None),
+        ([model_info, first, ..], 1..) => (model_info, first, &accounts[1..], None),
         _ => return Err(CurtaError::WrongAccountCount.into()),
     };
     writable(model_info)?;
