@@ -6,9 +6,8 @@
 //! Parts are claimed, not assigned: the calling thread and every helper take the next unclaimed
 //! part until none is left, so a helper that the system has not scheduled in time leaves its
 //! share to the others instead of holding them up; the caller waits only for parts a helper has
-//! started. When the helpers keep coming late (another process holds the cores), the team goes
-//! solo: splits run on the calling thread alone, the helpers park, and after a pause that
-//! doubles each time the team tries again ([`Pace`]).
+//! started. When splitting is slower than running alone (another process holds the cores), the
+//! team goes solo: splits run on the calling thread alone and the helpers park ([`Pace`]).
 //!
 //! One team per process, sized by the last run that asked for more than one thread; runs on
 //! several threads take turns with it a split at a time, and a split inside a part runs on the
@@ -115,59 +114,81 @@ impl Shared {
     }
 }
 
-/// When the team splits and when it goes solo: a window of jobs in which the helpers came late
-/// to at least half (they took no part, or the caller waited long for one) sends the team solo
-/// for `pause`, which doubles with each such window in a row and falls back to its least after
-/// a window without lateness.
+/// Whether the team splits or goes solo, chosen by the clock: splits are counted in windows of
+/// [`Pace::WINDOW`] (about a token of the stories15M shape), each window run in one mode and
+/// timed from its first split's start to its last split's end, the work between splits
+/// included. After every [`Pace::TRIAL`] windows one window runs in the other mode and is compared
+/// with the window just before it (the same position of a run, give or take a token): the
+/// faster mode stays, the team only when it is faster by a tenth. So when another process holds the cores, and
+/// two threads are slower than one, the team goes solo (its helpers park and leave their
+/// cores); when the cores are free again, a trial finds the team faster.
 struct Pace {
-    solo_until: Option<Instant>,
-    pause: Duration,
-    jobs: u32,
-    late: u32,
+    solo: bool,
+    /// The current window: its start, the end of its last split, its splits so far.
+    start: Instant,
+    last: Option<Instant>,
+    splits: u32,
+    /// The latest window's time split across the team ([0]) and solo ([1]).
+    took: [Option<Duration>; 2],
+    since_trial: u32,
+    /// Whether the current window is a trial of the other mode.
+    trial: bool,
 }
 
 impl Pace {
     const WINDOW: u32 = 32;
-    /// A wait for helpers longer than this makes a job late.
-    const LATE_WAIT: Duration = Duration::from_micros(50);
-    const LEAST_PAUSE: Duration = Duration::from_millis(20);
-    const MOST_PAUSE: Duration = Duration::from_secs(1);
+    const TRIAL: u32 = 32;
+    /// A split that starts longer than this after the last one ends starts a new window (the
+    /// time between runs is no split's).
+    const GAP: Duration = Duration::from_millis(2);
 
     fn new() -> Pace {
         Pace {
-            solo_until: None,
-            pause: Self::LEAST_PAUSE,
-            jobs: 0,
-            late: 0,
+            solo: false,
+            start: Instant::now(),
+            last: None,
+            splits: 0,
+            took: [None, None],
+            // The first window is compared with a trial at once.
+            since_trial: Self::TRIAL - 1,
+            trial: false,
         }
     }
 
-    /// Whether splits run on the calling thread alone now.
-    fn solo(&mut self) -> bool {
-        match self.solo_until {
-            Some(until) if Instant::now() < until => true,
-            Some(_) => {
-                self.solo_until = None;
-                false
-            }
-            None => false,
-        }
+    /// Whether the team (`team` its window's time) is faster than one thread (`solo`).
+    fn team_wins(team: Duration, solo: Duration) -> bool {
+        team + team / 10 < solo
     }
 
-    /// Counts one job: whether helpers ran any part, and how long the caller waited for them.
-    fn record(&mut self, helped: bool, waited: Duration) {
-        self.jobs += 1;
-        self.late += u32::from(!helped || waited > Self::LATE_WAIT);
-        if self.jobs < Self::WINDOW {
+    /// Counts a split that ran from `began` to `ended` in the current mode; at a window's end,
+    /// picks the next window's mode.
+    fn record(&mut self, began: Instant, ended: Instant) {
+        if self
+            .last
+            .is_none_or(|last| began.saturating_duration_since(last) > Self::GAP)
+        {
+            (self.start, self.splits) = (began, 0);
+        }
+        self.last = Some(ended);
+        self.splits += 1;
+        if self.splits < Self::WINDOW {
             return;
         }
-        if 2 * self.late >= self.jobs {
-            self.solo_until = Some(Instant::now() + self.pause);
-            self.pause = (2 * self.pause).min(Self::MOST_PAUSE);
-        } else if self.late == 0 {
-            self.pause = Self::LEAST_PAUSE;
+        let took = ended.saturating_duration_since(self.start);
+        (self.start, self.splits) = (ended, 0);
+        let mode = usize::from(self.solo);
+        self.took[mode] = Some(took);
+        if self.trial {
+            self.trial = false;
+            if let [Some(team), Some(solo)] = self.took {
+                self.solo = !Self::team_wins(team, solo);
+            }
+            return;
         }
-        (self.jobs, self.late) = (0, 0);
+        self.since_trial += 1;
+        if self.since_trial >= Self::TRIAL {
+            (self.since_trial, self.trial, self.solo) = (0, true, !self.solo);
+        }
     }
 }
 
@@ -230,20 +251,16 @@ impl Team {
                 helper.thread().unpark();
             }
         }
-        let own = s.claim_parts(epoch);
-        let waited = self.wait(parts);
-        self.pace.record(own < parts, waited);
+        s.claim_parts(epoch);
+        self.wait(parts);
         if s.panicked.swap(false, Relaxed) {
             panic!("a part of a run's split panicked");
         }
     }
 
-    /// Waits until all `parts` are finished: spinning, then parked; returns how long it took.
-    fn wait(&self, parts: usize) -> Duration {
+    /// Waits until all `parts` are finished: spinning, then parked.
+    fn wait(&self, parts: usize) {
         let s = &*self.shared;
-        if s.finished.load(Acquire) == parts {
-            return Duration::ZERO;
-        }
         let start = Instant::now();
         while s.finished.load(Acquire) < parts {
             if start.elapsed() < WAIT_SPIN {
@@ -257,7 +274,6 @@ impl Team {
             }
             s.caller_parked.store(false, SeqCst);
         }
-        start.elapsed()
     }
 }
 
@@ -353,13 +369,19 @@ pub fn sum_parts<T: Send>(
     if threads <= 1 || parts <= 1 || IN_PART.get() {
         return alone(items);
     }
+    let began = Instant::now();
     // Runs on other threads take turns, a split at a time. A panic in a part poisons the lock;
     // the team itself is whole again after it.
     let mut team = TEAM.lock().unwrap_or_else(|p| p.into_inner());
     let member = sized(&mut team, threads);
-    if parts > member.helpers.len() + 1 || member.pace.solo() {
+    if parts > member.helpers.len() + 1 {
         drop(team);
         return alone(items);
+    }
+    if member.pace.solo {
+        let total = alone(items);
+        member.pace.record(began, Instant::now());
+        return total;
     }
     let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
     let total = AtomicI64::new(0);
@@ -368,6 +390,7 @@ pub fn sum_parts<T: Send>(
         let item = item.expect("each part's item is taken once");
         total.fetch_add(f(i, item), Relaxed);
     });
+    member.pace.record(began, Instant::now());
     total.into_inner()
 }
 
@@ -431,23 +454,17 @@ mod tests {
     }
 
     /// Helpers that the system does not run leave their parts to the caller, which does not
-    /// wait for them; a team whose helpers come late to most jobs of a window goes solo.
+    /// wait for them; released, they take parts again.
     #[test]
     fn late_helpers_leave_their_parts_to_the_caller() {
         let mut team = Team::new(2);
         team.shared.held.store(true, SeqCst);
         let me = thread::current().id();
-        for _ in 0..Pace::WINDOW {
+        for _ in 0..100 {
             assert_eq!(threads_of(&mut team, 3, Duration::ZERO), [me; 3]);
         }
-        assert!(
-            team.pace.solo(),
-            "a window of late jobs makes the team solo"
-        );
-        assert_eq!(team.pace.pause, 2 * Pace::LEAST_PAUSE);
         team.shared.held.store(false, SeqCst);
-        // Free helpers take parts again: the caller's own part spins long enough for a
-        // spinning helper to claim the others.
+        // The caller's own part spins long enough for a spinning helper to claim the others.
         let helped = (0..200).any(|_| {
             let ran = threads_of(&mut team, 3, Duration::from_micros(300));
             ran.iter().any(|&t| t != me)
@@ -455,71 +472,111 @@ mod tests {
         assert!(helped, "no helper ran a part in 200 jobs");
     }
 
-    /// The caller returns only when a part a helper claimed is finished, however long it
-    /// takes, and counts the wait.
+    /// The caller returns only when a part a helper claimed is finished, however long it takes.
     #[test]
     fn the_caller_waits_for_parts_that_helpers_started() {
         let mut team = Team::new(1);
         let me = thread::current().id();
         for _ in 0..5 {
             let done: Vec<AtomicBool> = (0..2).map(|_| AtomicBool::new(false)).collect();
-            let threads = Mutex::new(HashSet::new());
             team.run(2, &|i| {
-                let mine = thread::current().id() == me;
                 // The caller's part is slow, so that the helper claims the other one, which
                 // is slower still.
+                let mine = thread::current().id() == me;
                 thread::sleep(Duration::from_millis(if mine { 20 } else { 40 }));
-                threads.lock().unwrap().insert(thread::current().id());
                 done[i].store(true, SeqCst);
             });
             assert!(
                 done.iter().all(|d| d.load(SeqCst)),
                 "run returned before a part ended"
             );
-            if threads.into_inner().unwrap().len() == 2 {
-                assert_eq!(team.pace.late, team.pace.jobs, "a wait of 20 ms is late");
-            }
         }
     }
 
-    /// The pace's windows: lateness in half a window or more sends the team solo for a pause
-    /// that doubles up to its most; a window without lateness brings the pause back down.
-    #[test]
-    fn a_pace_goes_solo_after_a_late_window_and_backs_off() {
-        let mut pace = Pace::new();
-        let window = |pace: &mut Pace, late: u32| {
-            for j in 0..Pace::WINDOW {
-                pace.record(j >= late, Duration::ZERO);
-            }
-        };
-        window(&mut pace, Pace::WINDOW / 2 - 1);
-        assert!(!pace.solo());
-        assert_eq!(pace.pause, Pace::LEAST_PAUSE);
-        window(&mut pace, Pace::WINDOW / 2);
-        assert!(pace.solo());
-        let until = pace.solo_until.expect("solo");
-        let left = until - Instant::now();
-        assert!(
-            left <= Pace::LEAST_PAUSE && left > Pace::LEAST_PAUSE / 2,
-            "{left:?}"
-        );
-        for _ in 0..10 {
-            window(&mut pace, Pace::WINDOW);
+    /// Records a window of splits of `each` back to back from `at`; returns its end.
+    fn window(pace: &mut Pace, at: Instant, each: Duration) -> Instant {
+        let mut t = at;
+        for _ in 0..Pace::WINDOW {
+            pace.record(t, t + each);
+            t += each;
         }
-        assert_eq!(pace.pause, Pace::MOST_PAUSE);
-        pace.record(true, Pace::LATE_WAIT + Duration::from_micros(1));
+        t
+    }
+
+    /// Runs `count` windows whose splits take `team` or `solo` each by the window's mode;
+    /// returns the modes (true: solo) and the end.
+    fn windows(
+        pace: &mut Pace,
+        mut t: Instant,
+        count: u32,
+        (team, solo): (Duration, Duration),
+    ) -> (Vec<bool>, Instant) {
+        let mut modes = Vec::new();
+        for _ in 0..count {
+            modes.push(pace.solo);
+            t = window(pace, t, if pace.solo { solo } else { team });
+        }
+        (modes, t)
+    }
+
+    /// The windows of `modes` in the minority mode: one every TRIAL windows.
+    fn trials(modes: &[bool], minority: bool) -> Vec<usize> {
+        (0..modes.len()).filter(|&i| modes[i] == minority).collect()
+    }
+
+    /// The pace compares the modes in adjacent windows: solo while the team is slower, but for
+    /// one trial of the team after every TRIAL windows; the team once a trial finds it faster by
+    /// a tenth, but for one trial of solo after every TRIAL windows; a team window much slower than the
+    /// one before calls a trial at once; a gap between splits starts a new window.
+    #[test]
+    fn a_pace_takes_the_faster_mode_and_tries_the_other() {
+        let us = Duration::from_micros;
+        let (loaded, alone, free) = ((us(30), us(10)), us(10), us(5));
+        let mut pace = Pace::new();
+        let t = Instant::now();
+        let (modes, t) = windows(&mut pace, t, 3, loaded);
         assert_eq!(
-            pace.late, 1,
-            "a long wait is late even when helpers ran parts"
+            modes,
+            [false, true, true],
+            "the team first, then a trial of solo"
         );
-        pace.solo_until = Some(Instant::now() - Duration::from_millis(1));
-        assert!(!pace.solo(), "the pause is over");
-        assert_eq!(pace.solo_until, None);
-        (pace.jobs, pace.late) = (0, 0);
-        window(&mut pace, 1);
-        assert_eq!(pace.pause, Pace::MOST_PAUSE, "one late job keeps the pause");
-        window(&mut pace, 0);
-        assert_eq!(pace.pause, Pace::LEAST_PAUSE);
-        assert!(!pace.solo());
+        assert_eq!(
+            pace.took,
+            [Some(us(30) * Pace::WINDOW), Some(alone * Pace::WINDOW)]
+        );
+        let (modes, t) = windows(&mut pace, t, 2 * (Pace::TRIAL + 1), loaded);
+        let tried = trials(&modes, false);
+        assert_eq!(tried.len(), 2, "{modes:?}");
+        assert_eq!(tried[1] - tried[0], Pace::TRIAL as usize + 1);
+        // A team faster by less than a tenth does not win.
+        let (modes, t) = windows(
+            &mut pace,
+            t,
+            2 * (Pace::TRIAL + 1),
+            (us(10) - us(1) / 2, alone),
+        );
+        assert_eq!(trials(&modes, false).len(), 2, "{modes:?}");
+        // The load goes: the next trial finds the team faster, and the team stays.
+        let (modes, t) = windows(&mut pace, t, Pace::TRIAL + 1, (free, alone));
+        let first = trials(&modes, false)[0];
+        assert!(modes[first..].iter().all(|&solo| !solo), "{modes:?}");
+        let (modes, t) = windows(&mut pace, t, 2 * (Pace::TRIAL + 1), (free, alone));
+        let tried = trials(&modes, true);
+        assert_eq!(tried.len(), 2, "{modes:?}");
+        assert_eq!(tried[1] - tried[0], Pace::TRIAL as usize + 1);
+        // Load comes back: the next trial of solo wins.
+        let (modes, mut t) = windows(&mut pace, t, Pace::TRIAL + 2, (us(10) * 2, alone));
+        assert!(modes.ends_with(&[true, true]), "{modes:?}");
+        // A split after a gap starts a new window: the gap is no split's time.
+        let splits = pace.splits;
+        pace.record(t, t + free);
+        t += free + Pace::GAP + us(1);
+        pace.record(t, t + free);
+        assert_eq!(
+            (pace.splits, pace.start),
+            (1, t),
+            "after {} splits",
+            splits + 1
+        );
     }
 }
