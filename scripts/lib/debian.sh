@@ -124,7 +124,7 @@ _APT_NET_ERROR='Failed to fetch|Temporary failure resolving|Could not resolve|Co
 # apt-get ARGS with the locks that command takes waited for; its output goes to $_apt_log.
 # A lock taken again between the wait and apt-get's start is waited for again.
 _apt_run() {
-    local locks=() sudo=$_apt_sudo remaining
+    local locks=() sudo=$_apt_sudo remaining retried=''
     case $1 in
     update) locks=("$_apt_lists_lock") ;;
     install | reinstall | remove | purge | upgrade | dist-upgrade | full-upgrade | autoremove) locks=("${_apt_dpkg_locks[@]}") ;;
@@ -138,6 +138,8 @@ _apt_run() {
         $sudo env LC_ALL=C DEBIAN_FRONTEND=noninteractive \
             apt-get -o DPkg::Lock::Timeout="$remaining" "$@" >"$_apt_log" 2>&1 && return 0
         if ! grep -qE "$_APT_LOCK_ERROR" "$_apt_log" || [ "$remaining" -eq 0 ]; then break; fi
+        [ -n "$retried" ] || _apt_say "apt-get $1 found a lock taken ($(grep -E "$_APT_LOCK_ERROR" "$_apt_log" | head -n 1)); trying again for up to $remaining s"
+        retried=1
         sleep 0.5
     done
     _apt_explain "$@"
