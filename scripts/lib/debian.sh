@@ -118,7 +118,8 @@ _apt_wait_free() {
     done
 }
 
-_APT_LOCK_ERROR='Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock (directory|the administration directory)'
+# A lock held by another process (without permission, apt says "Permission denied" instead).
+_APT_LOCK_ERROR='Could not get lock|\), is another process using it\?'
 _APT_NET_ERROR='Failed to fetch|Temporary failure resolving|Could not resolve|Could not connect|Unable to connect|Connection failed|Connection timed out|Network is unreachable'
 
 # apt-get ARGS with the locks that command takes waited for; its output goes to $_apt_log.
@@ -162,6 +163,8 @@ _apt_explain() {
             holder=$(grep -oE 'held by process [0-9]+ \([^)]*\)' "$log" | head -n 1 | sed 's/^held by process //') || true
         fi
         _apt_held "$held" "$holder"
+    elif grep -q 'Permission denied' "$log"; then
+        apt_why="apt-get $1: no permission (not root?): $(grep -m 1 'Permission denied' "$log")"
     elif grep -q 'dpkg was interrupted' "$log"; then
         apt_why="apt-get $1: an earlier dpkg run was interrupted: run dpkg --configure -a as root, then this again"
     elif grep -qE 'Unable to locate package|has no installation candidate|Version .* was not found|is not available' "$log"; then
