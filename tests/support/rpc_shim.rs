@@ -188,7 +188,7 @@ impl RpcShim {
         // This node decodes, prices and executes legacy transactions only: a cluster without
         // version 1 transactions (`--tx-version auto` falls back to legacy on it).
         test.deactivate_feature(curta_client::txformat::FEATURE_TX_V1);
-        so.add_to(&mut test, curta_program::id());
+        so.add_to(&mut test, curta_interface::id());
         for (address, account) in accounts {
             test.add_account(*address, account.clone());
         }

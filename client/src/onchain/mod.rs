@@ -800,7 +800,7 @@ fn over_compute_limit(error: &TransactionError, logs: &[String]) -> bool {
 }
 
 /// Continues a text prompt's tokenization on chain until the run has started: StartRun does
-/// what fits its compute units ([`curta_program::run::START_ENCODE_BUDGET`]) and Steps the
+/// what fits its compute units ([`curta_interface::cost::START_ENCODE_BUDGET`]) and Steps the
 /// rest, order-free like every step, `window` in flight. Each round re-plans from the chain's
 /// encoding (compared with curta-core's at the point it reached); the chain's state once the
 /// run starts is checked by [`drive`]'s shadow. Returns the steps this call sent that landed

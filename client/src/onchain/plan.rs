@@ -12,7 +12,7 @@ use curta_core::infer::{
 };
 use curta_core::le::u32_at;
 use curta_core::{Artifact, Metadata};
-use curta_program::run::{encode_costs, step_costs, START_ENCODE_BUDGET};
+use curta_interface::cost::{encode_costs, step_costs, START_ENCODE_BUDGET};
 
 /// curta-core's whole run: the tokens and their pieces, and the steps this client's budget
 /// takes from the start.
