@@ -178,7 +178,7 @@ async fn main() {
                 .join(" ")
         );
         let (client, bare) = (median(&mut client_s), median(&mut bare_s));
-        let t = &report.tally;
+        let t = &report.counts;
         println!(
             "{:<12} {:<6} {:>10} {:>4} {:>6} {:>6} {:>6} {:>6} {:>11} {:>4} {:>9.3} {:>8.0} {:>9.3} {:>6.2}  {}",
             name,

@@ -13,8 +13,9 @@
 
 mod support;
 
-use curta_client::onchain::pipeline::{account_limit, step_window, STEP_UNITS};
-use curta_client::onchain::{close_run, run_on_chain, RunRef, RunRequest};
+use curta_client::run::onchain::items::STEP_UNITS;
+use curta_client::run::onchain::pipeline::{account_limit, step_window};
+use curta_client::run::onchain::{close_run, run_on_chain, RunRef, RunRequest};
 use curta_client::run::Prompt;
 use curta_client::Options;
 use curta_core::infer::Settings;
@@ -252,7 +253,7 @@ async fn measure_seal(node: &Node, artifact: &[u8], in_flight: Option<usize>) ->
     let start = seal_slots.iter().copied().min().unwrap_or(last_write);
     Sealing {
         seconds,
-        seals: sealed.tally.seal,
+        seals: sealed.counts.seal,
         slots: newest_slot(&rpc, &publish.model).await - last_write,
         to_start: start - last_write,
     }

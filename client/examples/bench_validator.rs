@@ -55,7 +55,7 @@ async fn blast(rpc: &RpcClient, tpu: Option<&Tpu>, txs: &[VersionedTransaction])
             for batch in txs.chunks(BARE_WINDOW) {
                 let wire = batch
                     .iter()
-                    .map(curta_client::transport::wire_bytes)
+                    .map(curta_client::send::transport::wire_bytes)
                     .collect();
                 let _ = tpu.try_send_wire_transaction_batch(wire).await;
             }
@@ -241,7 +241,7 @@ async fn main() {
             report.format.to_string(),
             report.artifact_bytes,
             report.transactions(),
-            report.tally.seal,
+            report.counts.seal,
             seconds,
             report.artifact_bytes as f64 / seconds,
             report.transactions() as f64 / seconds,

@@ -38,7 +38,7 @@ pub enum Error {
     #[error(
         "{cluster} does not accept version 1 transactions (its feature enable_tx_v1, \
          {}, is not active); nothing was sent: use --tx-version legacy or auto",
-        crate::txformat::FEATURE_TX_V1
+        crate::send::format::FEATURE_TX_V1
     )]
     TxV1Unsupported { cluster: String },
     #[error(

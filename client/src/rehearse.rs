@@ -1,11 +1,12 @@
-//! `rehearse` and `demo`: the full publish + seal on an in-process bank running the real
-//! program, with the same report, and no validator or lamport needed.
+//! `rehearse`, `rehearse-run` and `demo`: the full publish + seal (and a run) on an in-process
+//! bank running the real program, with the same report, and no validator or lamport needed.
 
 use crate::artifact::LocalArtifact;
-use crate::publish::{publish, publish_artifact};
-use crate::report::Report;
-use crate::transport::BankTransport;
-use crate::verify::{verify, Verification};
+use crate::model::{fetch_sealed, publish, publish_artifact, verify, FetchError};
+use crate::model::{Report, Verification};
+use crate::run::onchain::{run_on_chain, OnChainRun, RunOnChainError, RunRequest};
+use crate::run::{generate, Generation, Prompt};
+use crate::send::transport::BankTransport;
 use crate::{Error, Options};
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
@@ -62,15 +63,15 @@ pub async fn rehearse(
 
 /// Publishes and seals `file` on a fresh in-process bank running the program at
 /// `program_id` (as [`rehearse`]), then runs the sealed model on chain there
-/// ([`crate::onchain::run_on_chain`]), the authority being the runner.
+/// ([`crate::run::onchain::run_on_chain`]), the authority being the runner.
 pub async fn rehearse_run(
     file: &[u8],
     authority: Option<&Keypair>,
     program_id: &Pubkey,
     options: &Options,
-    request: &crate::onchain::RunRequest,
+    request: &RunRequest,
     on_token: impl FnMut(u32, &[u8]),
-) -> Result<(Report, crate::onchain::OnChainRun), crate::onchain::RunOnChainError> {
+) -> Result<(Report, OnChainRun), RunOnChainError> {
     let artifact = LocalArtifact::decode(file)?;
     let throwaway = Keypair::new();
     let authority = authority.unwrap_or(&throwaway);
@@ -78,8 +79,7 @@ pub async fn rehearse_run(
         BankTransport::try_start_at(&[(authority.pubkey(), REHEARSAL_FUNDS)], *program_id).await?;
     let mut report = publish_artifact(&bank, authority, &artifact, true, options).await?;
     report.command = "rehearse-run";
-    let run =
-        crate::onchain::run_on_chain(&bank, authority, &report.model, request, on_token).await?;
+    let run = run_on_chain(&bank, authority, &report.model, request, on_token).await?;
     Ok((report, run))
 }
 
@@ -90,10 +90,10 @@ pub struct Demo {
     pub verification: Verification,
     /// The sealed model read back from the bank and run: greedy, [`DEMO_STEPS`] tokens after
     /// [`DEMO_PROMPT`].
-    pub generation: crate::run::Generation,
+    pub generation: Generation,
     /// The same run inside the program (`run --on-chain` on the bank): its text equals
     /// `generation`'s, byte for byte, or the demo fails.
-    pub on_chain: crate::onchain::OnChainRun,
+    pub on_chain: OnChainRun,
 }
 
 /// The demo's prompt and length (curta-core's tests/kjv.rs checks that this greedy text is
@@ -119,27 +119,25 @@ pub async fn demo(options: &Options) -> Result<Demo, Error> {
         address: model,
         problem,
     };
-    let (sealed, _) = crate::run::fetch_sealed(&bank, &model)
-        .await
-        .map_err(|e| match e {
-            crate::run::FetchError::Client(e) => e,
-            other => bad(other.to_string()),
-        })?;
-    let run = || -> Result<crate::run::Generation, curta_core::infer::RunError> {
+    let (sealed, _) = fetch_sealed(&bank, &model).await.map_err(|e| match e {
+        FetchError::Client(e) => e,
+        other => bad(other.to_string()),
+    })?;
+    let run = || -> Result<Generation, curta_core::infer::RunError> {
         let sealed = curta_core::decode(&sealed)?;
-        let prompt = crate::run::Prompt::Text(DEMO_PROMPT.as_bytes().to_vec()).tokens(&sealed)?;
+        let prompt = Prompt::Text(DEMO_PROMPT.as_bytes().to_vec()).tokens(&sealed)?;
         let greedy = curta_core::infer::Settings::greedy();
-        crate::run::generate(&sealed, &prompt, DEMO_STEPS, greedy, 1, |_, _| {})
+        generate(&sealed, &prompt, DEMO_STEPS, greedy, 1, |_, _| {})
     };
     let generation = run().map_err(|e| bad(format!("running it: {e}")))?;
     // The same prompt inside the program: the runner creates the run account, steps it and
     // closes it, every lamport of rent back.
-    let request = crate::onchain::RunRequest::new(
-        crate::run::Prompt::Text(DEMO_PROMPT.as_bytes().to_vec()),
+    let request = RunRequest::new(
+        Prompt::Text(DEMO_PROMPT.as_bytes().to_vec()),
         Some(DEMO_STEPS),
         curta_core::infer::Settings::greedy(),
     );
-    let on_chain = crate::onchain::run_on_chain(&bank, &authority, &model, &request, |_, _| {})
+    let on_chain = run_on_chain(&bank, &authority, &model, &request, |_, _| {})
         .await
         .map_err(|e| bad(format!("running it on chain: {e}")))?;
     if on_chain.tokens != generation.tokens || on_chain.text != generation.text {

@@ -115,7 +115,8 @@ fn demo_prints_the_json_report() {
     // sends v1, each Write carrying a 4,096-byte packet's worth.
     assert_eq!(json["tx_version"], "v1");
     assert_eq!(json["tx_version_note"], serde_json::Value::Null);
-    let capacity = curta_client::engine::write_capacity_in(curta_client::Format::V1, false) as u64;
+    let capacity =
+        curta_client::model::items::write_capacity_in(curta_client::Format::V1, false) as u64;
     assert_eq!(capacity, 3_871);
     assert_eq!(json["write_bytes_per_tx"]["capacity"], capacity);
     assert!(json["write_bytes_per_tx"]["max"].as_u64().unwrap() <= capacity);
@@ -253,8 +254,8 @@ fn rehearse_in_v1_with_a_price_pays_the_priority_fee_in_lamports() {
     assert_eq!(json["tx_version"], "v1");
     // v1 carries the priority fee as a u64 in the message: 8 bytes instead of the legacy
     // compute-budget program key and two instructions.
-    let capacity = curta_client::engine::write_capacity_in(curta_client::Format::V1, false);
-    let priced = curta_client::engine::write_capacity_in(curta_client::Format::V1, true);
+    let capacity = curta_client::model::items::write_capacity_in(curta_client::Format::V1, false);
+    let priced = curta_client::model::items::write_capacity_in(curta_client::Format::V1, true);
     assert_eq!(priced, capacity - 8);
     assert_eq!(json["write_bytes_per_tx"]["capacity"], capacity);
     assert_eq!(

@@ -45,7 +45,7 @@ fn hex(bytes: &[u8]) -> String {
 /// The binary this test build embedded, the bytes of the file it names, and their sha256
 /// (computed here with sha2, not by the client).
 fn embedded() -> (String, Vec<u8>, String) {
-    let so = curta_client::transport::ProgramSo::embedded()
+    let so = curta_client::send::transport::ProgramSo::embedded()
         .expect("the client embeds target/deploy/curta_program.so: run scripts/build-sbf first");
     assert!(so.embedded);
     let on_disk = std::fs::read(&so.path).unwrap();

@@ -5,11 +5,11 @@
 //! artifact and the lamports from the balances; the fallback and the refusal without the
 //! feature.
 
-use curta_client::engine::write_capacity_in;
-use curta_client::onchain::{run_on_chain, RunRequest};
+use curta_client::model::items::write_capacity_in;
 use curta_client::rehearse::{STORIES260K, TOK512};
+use curta_client::run::onchain::{run_on_chain, RunRequest};
 use curta_client::run::Prompt;
-use curta_client::txformat::{choose, FEATURE_TX_V1};
+use curta_client::send::format::{choose, FEATURE_TX_V1};
 use curta_client::{
     close, publish, verify, BankTransport, Error, Format, Options, Transport, TxVersion,
 };
@@ -87,7 +87,7 @@ async fn publish_and_seal_in_v1_write_a_packet_per_transaction_and_verify() {
         .map(|s| s.len().div_ceil(capacity) as u64)
         .sum();
     assert!(expected <= at_most);
-    let t = &report.tally;
+    let t = &report.counts;
     assert_eq!(t.write, expected, "{t:?}");
     assert_eq!(t.write_bytes_max, capacity);
     assert_eq!(t.failed, 0);
@@ -187,7 +187,7 @@ async fn auto_without_the_feature_falls_back_to_legacy_and_says_so() {
     assert_eq!(report.state, "Sealed");
     let capacity = write_capacity_in(Format::Legacy, false);
     assert_eq!(capacity, 1_019);
-    let t = &report.tally;
+    let t = &report.counts;
     assert_eq!(
         t.write,
         sections(&artifact)
@@ -327,7 +327,7 @@ async fn status_counts_what_is_left_in_the_format_publish_uses() {
         .unwrap();
     assert_eq!(repaired.format, Format::V1);
     assert_eq!(
-        repaired.tally.write,
+        repaired.counts.write,
         writes_for(&sections[1], write_capacity_in(Format::V1, false))
     );
     assert_eq!(repaired.state, "Sealed");

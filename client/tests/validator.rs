@@ -600,7 +600,7 @@ async fn expired_blockhashes_are_signed_again_and_replays_are_harmless() {
         .await
         .unwrap();
     assert_eq!(faulty.dropped(), 24);
-    assert!(published.tally.resigned >= 24, "{:?}", published.tally);
+    assert!(published.counts.resigned >= 24, "{:?}", published.counts);
 
     // A Write of section 0's first bytes, as already applied, under a fresh blockhash.
     let blocking = run.validator.rpc();
@@ -704,10 +704,10 @@ fn verify_program_compares_the_deployed_binary_with_the_local_build() {
     assert_eq!(report["local_hash"], expected);
     assert_eq!(report["deployed_len"], end);
     let (_, owner, _) = raw_account(&run.validator.rpc(), &run.validator.program_id).unwrap();
-    let loader = if owner == curta_client::verify_program::UPGRADEABLE_LOADER {
+    let loader = if owner == curta_client::program::UPGRADEABLE_LOADER {
         "upgradeable loader"
     } else {
-        assert_eq!(owner, curta_client::verify_program::BPF_LOADER);
+        assert_eq!(owner, curta_client::program::BPF_LOADER);
         "BPF loader v2"
     };
     assert_eq!(report["loader"], loader);

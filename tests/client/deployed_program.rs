@@ -4,8 +4,8 @@
 //! hashes are computed here with sha2 over the ELF with its trailing zeros cut off.
 
 use super::*;
-use curta_client::transport::ProgramSo;
-use curta_client::verify_program::{PROGRAMDATA_HEADER_LEN, UPGRADEABLE_LOADER};
+use curta_client::program::{PROGRAMDATA_HEADER_LEN, UPGRADEABLE_LOADER};
+use curta_client::send::transport::ProgramSo;
 use curta_client::{verify_program, Error};
 use sha2::{Digest, Sha256};
 use solana_account::Account;

@@ -65,7 +65,7 @@ async fn dropped_transactions_are_resent_until_sealed() {
         faulty.dropped()
     );
     assert!(
-        report.tally.resigned >= faulty.dropped(),
+        report.counts.resigned >= faulty.dropped(),
         "every dropped transaction was signed again"
     );
     let landed =
@@ -76,7 +76,7 @@ async fn dropped_transactions_are_resent_until_sealed() {
         report.transactions(),
         "the report counts exactly what landed"
     );
-    assert_eq!(report.tally.fees, FEE * landed);
+    assert_eq!(report.counts.fees, FEE * landed);
 }
 
 /// Waits until the bank no longer executes transactions under `blockhash`.
@@ -110,7 +110,7 @@ async fn expired_blockhashes_are_replaced() {
         .unwrap();
     assert_eq!(report.state, "Sealed");
     assert!(
-        report.tally.resigned > 0,
+        report.counts.resigned > 0,
         "some transactions expired and were re-signed"
     );
     let landed =

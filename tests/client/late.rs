@@ -104,9 +104,9 @@ async fn a_late_reopen_cannot_restart_the_pass_a_repair_started() {
     assert_eq!(m.seal_pass, 1, "one Reopen landed: one pass");
     assert_eq!(
         (
-            repaired.tally.other,
-            repaired.tally.write,
-            repaired.tally.seal
+            repaired.counts.other,
+            repaired.counts.write,
+            repaired.counts.seal
         ),
         (1, 1, total_chunks(&sections)),
         "one Reopen, one Write, one seal per chunk"
@@ -258,7 +258,7 @@ async fn a_start_seal_waits_for_a_write_sent_earlier() {
         "the start seal's wait settled the Write"
     );
     assert!(verify(&bank, &model, &artifact).await.unwrap().ok());
-    assert_eq!(report.tally.seal, total_chunks(&sections));
+    assert_eq!(report.counts.seal, total_chunks(&sections));
     let landed = landed(&bank, &sealing.forwarded()).await;
     assert_eq!(landed, report.transactions());
     assert_eq!(

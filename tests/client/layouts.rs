@@ -5,8 +5,8 @@
 //! transactions checked against the packet and the runtime's per-transaction limits.
 
 use super::*;
-use curta_client::engine::{transaction_len, PACKET_LEN};
-use curta_client::plan::{self, MAX_NEW_DATA_PER_TX};
+use curta_client::model::items::{self as plan, MAX_NEW_DATA_PER_TX};
+use curta_client::send::format::{transaction_len, PACKET_LEN};
 use curta_client::{close, publish, status, verify, Error};
 use curta_program::state::{model_address, weight_address, MODEL_LEN, WEIGHT_HEADER_LEN};
 use curta_tests::client::{landed, model_rent, rent, Fault, Faulty, FEE};
@@ -71,7 +71,7 @@ async fn publish_under_many_authorities(layout: Layout, seed: u64, indices: std:
             .unwrap_or_else(|e| panic!("{layout:?}, authority {}: {e}", authority.pubkey()));
         assert_eq!(report.state, "Sealed");
         assert_eq!(
-            report.tally.failed, 0,
+            report.counts.failed, 0,
             "no transaction landed with an error"
         );
         assert_eq!(
@@ -126,11 +126,11 @@ async fn creates_landing_last_first_still_seal() {
             .await
             .unwrap_or_else(|e| panic!("{layout:?}: {e}"));
         assert!(
-            report.tally.create >= 2,
+            report.counts.create >= 2,
             "{layout:?}: several create transactions"
         );
         assert_eq!(
-            report.tally.failed, 0,
+            report.counts.failed, 0,
             "{layout:?}: no create landed too early"
         );
         assert_sealed(&bank, &authority, &artifact).await;
@@ -178,13 +178,13 @@ fn planned_creates(layout: Layout, authority: &Pubkey, priced: bool) -> plan::Cr
     let hash = sha256_chain(sections.iter().map(Vec::as_slice));
     let program = curta_program::id();
     let model = model_address(&program, authority, &hash).0;
-    let chain = curta_client::chain::OnChain {
+    let chain = curta_client::model::accounts::OnChain {
         program_id: program,
         address: model,
         model: None,
         model_lamports: 0,
         weights: (0..lengths.len())
-            .map(|i| curta_client::chain::Weight {
+            .map(|i| curta_client::model::accounts::Weight {
                 address: weight_address(&program, authority, &model, i as u8),
                 account: None,
                 header: None,
@@ -316,8 +316,8 @@ async fn publish_interrupted_after_creates_resumes() {
         let report = publish(&bank, &authority, &artifact, true, &options())
             .await
             .unwrap();
-        assert_eq!(report.tally.create, 0, "nothing created twice");
-        assert_eq!(report.tally.failed, 0);
+        assert_eq!(report.counts.create, 0, "nothing created twice");
+        assert_eq!(report.counts.failed, 0);
         assert_eq!(report.rent, 0, "the rent was paid by the first run");
         assert_eq!(
             FUNDS - bank.balance(&authority.pubkey()).await.unwrap(),
@@ -367,7 +367,7 @@ async fn prefunded_weight_addresses_of_eighteen_sections() {
         .await
         .unwrap();
     assert_eq!(report.state, "Sealed");
-    assert_eq!(report.tally.failed, 0);
+    assert_eq!(report.counts.failed, 0);
     // Each prefunded address needs only its shortfall (nothing when it holds more).
     let given: u64 = prefunds
         .iter()
@@ -397,21 +397,22 @@ async fn prefunded_weight_addresses_of_eighteen_sections() {
 /// blockhash: it must be signed anew and land.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_item_planned_again_is_signed_anew() {
-    use curta_client::engine::{Engine, Item, Kind, Subject};
-    use curta_client::progress::Progress;
+    use curta_client::model::items::{CLOSE, CLOSE_UNITS};
+    use curta_client::send::{Engine, Item, Progress, Settle, Units};
     let (bank, authority) = bank(SOL).await;
     let mut engine = Engine::new(&bank, &authority, None, None, Progress::new(false));
     engine.profile.blockhash_refresh = std::time::Duration::from_secs(3600);
-    let item = Item {
-        kind: Kind::Close,
-        instructions: vec![solana_system_interface::instruction::transfer(
-            &authority.pubkey(),
-            &Pubkey::new_unique(),
-            5 * SOL,
-        )],
-        subject: Subject::Model,
+    let units = Units::Measured {
+        fallback: CLOSE_UNITS,
+        floor: 0,
     };
-    let failures = engine.run(vec![item.clone()], 8, false).await.unwrap();
+    let transfer = solana_system_interface::instruction::transfer(
+        &authority.pubkey(),
+        &Pubkey::new_unique(),
+        5 * SOL,
+    );
+    let item = Item::new(CLOSE, units, vec![transfer]).barrier(Settle::Final);
+    let failures = engine.send(vec![item.clone()], 8, false).await.unwrap();
     assert_eq!(failures.len(), 1, "1 SOL cannot pay 5");
     let mint = bank.mint();
     let blockhash = bank.latest_blockhash().await.unwrap().0;
@@ -426,13 +427,17 @@ async fn an_item_planned_again_is_signed_anew() {
         blockhash,
     );
     bank.banks_client().process_transaction(fund).await.unwrap();
-    let failures = engine.run(vec![item], 8, false).await.unwrap();
+    let failures = engine.send(vec![item], 8, false).await.unwrap();
     assert!(
         failures.is_empty(),
         "{:?}",
         failures.first().map(|f| &f.error)
     );
-    assert_eq!(engine.tally.other, 1, "a Close-kind item counts as other");
+    assert_eq!(
+        engine.tally.of(CLOSE),
+        1,
+        "the item landed once, as a close"
+    );
     assert_eq!(engine.tally.failed, 1);
     assert_eq!(
         bank.balance(&authority.pubkey()).await.unwrap(),

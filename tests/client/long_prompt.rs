@@ -8,8 +8,8 @@
 
 use super::onchain_run::{fee_per_transaction, off_chain, step_count};
 use super::*;
-use curta_client::onchain::{run_on_chain, runs, RunOnChainError, RunRequest};
 use curta_client::publish;
+use curta_client::run::onchain::{run_on_chain, runs, RunOnChainError, RunRequest};
 use curta_client::run::Prompt;
 use curta_core::infer::{state_len, Encoding, Settings};
 use curta_program::instruction as ix;
@@ -142,7 +142,7 @@ async fn a_long_text_prompt_is_tokenized_over_the_first_steps_and_resumes() {
         ("tokenizing its prompt", 1, 0, 0, steps)
     );
     // `client run --from-run`: the encoding recomputed to the point the chain reached.
-    let replay = curta_client::onchain::replay(&bank, &hand.address)
+    let replay = curta_client::run::onchain::replay(&bank, &hand.address)
         .await
         .unwrap();
     assert_eq!(replay.status, "tokenizing its prompt");

@@ -7,7 +7,7 @@
 //! recomputes every run here byte for byte before it is closed.
 
 use super::*;
-use curta_client::onchain::{close_run, run_on_chain, RunOnChainError, RunRef, RunRequest};
+use curta_client::run::onchain::{close_run, run_on_chain, RunOnChainError, RunRef, RunRequest};
 use curta_client::run::{detokenize, generate, Prompt};
 use curta_client::{publish, Error};
 use curta_core::infer::{state_len, Model, Run, Settings, Status};
@@ -182,7 +182,9 @@ pub(crate) async fn run_and_compare(
     assert_eq!(run.rent_held, rent);
 
     // `client run --from-run`: the kept run recomputed from its own fields agrees.
-    let replay = curta_client::onchain::replay(bank, &address).await.unwrap();
+    let replay = curta_client::run::onchain::replay(bank, &address)
+        .await
+        .unwrap();
     assert!(replay.agrees(), "{context}: {replay:?}");
     assert_eq!(replay.chain_tokens, tokens, "{context}: replayed tokens");
     assert_eq!(replay.offline_tokens, tokens);

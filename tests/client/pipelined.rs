@@ -4,7 +4,7 @@
 //! takes a run.
 
 use super::*;
-use curta_client::onchain::{close_run, run_on_chain, runs, RunRef, RunRequest};
+use curta_client::run::onchain::{close_run, run_on_chain, runs, RunRef, RunRequest};
 use curta_client::run::{generate, Prompt};
 use curta_client::{publish, Error};
 use curta_core::infer::Settings;

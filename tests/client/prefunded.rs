@@ -83,8 +83,8 @@ async fn publish_after_prefunding(prefund: [u64; 3], direct: bool) {
         .unwrap();
     let after = bank.balance(&authority.pubkey()).await.unwrap();
     assert_eq!(report.state, "Sealed");
-    assert_eq!(report.tally.failed, 0);
-    assert_eq!(report.tally.seal, total_chunks(&sections));
+    assert_eq!(report.counts.failed, 0);
+    assert_eq!(report.counts.seal, total_chunks(&sections));
 
     // Each account holds its rent-exempt minimum, or what was sent to it when that is more.
     let minimums = [
@@ -109,8 +109,8 @@ async fn publish_after_prefunding(prefund: [u64; 3], direct: bool) {
     let prefunded: u64 = prefund.iter().sum();
     assert_eq!(report.rent_held, held);
     assert_eq!(report.rent, held - prefunded, "rent the authority paid");
-    assert_eq!(report.tally.fees, FEE * report.transactions());
-    assert_eq!(before - after, held - prefunded + report.tally.fees);
+    assert_eq!(report.counts.fees, FEE * report.transactions());
+    assert_eq!(before - after, held - prefunded + report.counts.fees);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,7 +188,7 @@ async fn publish_initializes_a_created_but_uninitialized_weight_account() {
         .unwrap();
     let after = bank.balance(&authority.pubkey()).await.unwrap();
     assert_eq!(report.state, "Sealed");
-    assert_eq!(report.tally.failed, 0);
+    assert_eq!(report.counts.failed, 0);
     let account = bank.get_accounts(&[weight1]).await.unwrap().pop().flatten();
     let account = account.unwrap();
     assert_eq!(
@@ -203,8 +203,8 @@ async fn publish_initializes_a_created_but_uninitialized_weight_account() {
     // This publish paid the rent of the model and section 0 only.
     assert_eq!(report.rent, rent(808) + rent(2_048 + sections[0].len()));
     assert_eq!(report.rent_held, model_rent(&lengths(&sections)));
-    assert_eq!(report.tally.fees, FEE * report.transactions());
-    assert_eq!(before - after, report.rent + report.tally.fees);
+    assert_eq!(report.counts.fees, FEE * report.transactions());
+    assert_eq!(before - after, report.rent + report.counts.fees);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

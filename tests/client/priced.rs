@@ -2,8 +2,8 @@
 //! the payer pays exactly what was checked, and program errors are shown by name.
 
 use super::*;
-use curta_client::engine::{Engine, Item, Kind, Subject};
-use curta_client::progress::Progress;
+use curta_client::model::items::{seal_item, write_item};
+use curta_client::send::{Engine, Progress};
 use curta_client::{publish, Error};
 use curta_tests::client::{model_rent, rent, Fault, Faulty, FEE};
 use curta_tests::{split_sections, stories260k_artifact};
@@ -128,15 +128,15 @@ async fn priced_publish_sends_and_pays_exactly_what_it_checked() {
     }
     assert_eq!(creates, 1);
     assert_eq!(seals, total_chunks(&sections));
-    assert_eq!(writes, report.tally.write);
-    assert_eq!(report.tally.fees, expected_fees);
+    assert_eq!(writes, report.counts.write);
+    assert_eq!(report.counts.fees, expected_fees);
     assert_eq!(report.rent, rent_all);
     assert_eq!(before - after, rent_all + expected_fees);
     // 1,019 bytes less the compute-budget program's key (32) and the two instructions
     // (1 program index + 1 account count + 1 data length + 5 or 9 data bytes).
     let capacity = 1019 - 32 - (3 + 5) - (3 + 9);
     assert_eq!(capacity, 967);
-    assert_eq!(report.tally.write_bytes_max, capacity);
+    assert_eq!(report.counts.write_bytes_max, capacity);
     let json = report.to_json();
     assert_eq!(json["write_bytes_per_tx"]["max"], capacity);
     assert_eq!(json["write_bytes_per_tx"]["capacity"], 1019);
@@ -188,7 +188,7 @@ async fn priced_publish_sends_and_pays_exactly_what_it_checked() {
         } else {
             let report = result.unwrap();
             assert_eq!(report.state, "Sealed");
-            assert_eq!(report.tally.fees, expected_fees);
+            assert_eq!(report.counts.fees, expected_fees);
             assert_eq!(
                 left, reserve,
                 "the payer keeps exactly its rent-exempt minimum"
@@ -212,34 +212,24 @@ async fn a_refused_write_is_shown_by_its_program_error_name_and_section() {
     let creation = creation_of(&bank, &report.model).await;
     let mut engine = Engine::new(&bank, &authority, None, None, Progress::hidden());
     // Chunk 0 starts a seal pass, which freezes every section.
-    let start = Item {
-        kind: Kind::Seal,
-        instructions: vec![curta_program::instruction::start_seal(
+    let start = seal_item(
+        0,
+        curta_program::instruction::start_seal(
             &program,
             &report.model,
             &weights,
             &authority.pubkey(),
             creation,
             0,
-        )],
-        subject: Subject::Chunk(0),
-    };
-    engine.run_one(start, "seal").await.unwrap();
-    let write = Item {
-        kind: Kind::Write,
-        instructions: vec![curta_program::instruction::write(
-            &program,
-            &weight0,
-            &authority.pubkey(),
-            0,
-            &[1, 2, 3],
-        )],
-        subject: Subject::Write {
-            section: 0,
-            bytes: 3,
-        },
-    };
-    let err = engine.run_one(write, "write").await.unwrap_err();
+        ),
+    );
+    engine.send_one(start, "seal").await.unwrap();
+    let write = write_item(
+        0,
+        3,
+        curta_program::instruction::write(&program, &weight0, &authority.pubkey(), 0, &[1, 2, 3]),
+    );
+    let err = engine.send_one(write, "write").await.unwrap_err();
     // SectionFrozen is custom error 15 (docs/program.md's table).
     assert_eq!(
         err.to_string(),

@@ -35,7 +35,7 @@ async fn publish_and_seal_stories260k_with_exact_lamports() {
         "running hash equals the declared one"
     );
 
-    let t = &report.tally;
+    let t = &report.counts;
     assert_eq!(
         t.create, 1,
         "two sections of 357 KB fit one create transaction"
@@ -94,7 +94,7 @@ async fn publish_status_close_recovers_all_rent() {
         .await
         .unwrap();
     assert_eq!(report.state, "Open");
-    assert_eq!(report.tally.seal, 0);
+    assert_eq!(report.counts.seal, 0);
     assert_eq!(
         report.next.as_deref(),
         Some(format!("client seal {}", report.model).as_str())

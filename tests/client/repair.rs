@@ -82,18 +82,18 @@ async fn corrupted_byte_is_reported_then_repaired() {
     .await
     .unwrap();
     assert_eq!(repaired.state, "Sealed");
-    assert_eq!(repaired.tally.other, 1, "one Reopen");
+    assert_eq!(repaired.counts.other, 1, "one Reopen");
     assert_eq!(
-        (repaired.tally.write, repaired.tally.bytes_written),
+        (repaired.counts.write, repaired.counts.bytes_written),
         (1, 1),
         "one Write of the one differing byte"
     );
-    assert_eq!(repaired.tally.seal, total_chunks(&sections));
+    assert_eq!(repaired.counts.seal, total_chunks(&sections));
     assert!(verify(&bank, &report.model, &artifact).await.unwrap().ok());
     let after = bank.balance(&authority.pubkey()).await.unwrap();
-    assert_eq!(before - after, repaired.tally.fees);
+    assert_eq!(before - after, repaired.counts.fees);
     assert_eq!(
-        repaired.tally.fees,
+        repaired.counts.fees,
         curta_tests::client::FEE * repaired.transactions()
     );
 }

@@ -77,8 +77,8 @@ async fn rpc_publish_then_seal_stories260k_with_exact_lamports() {
     assert_eq!(published.cluster, shim.url());
     assert_eq!(published.state, "Open");
     assert_eq!(published.weights_hash, hash);
-    assert_eq!(published.tally.seal, 0);
-    assert_eq!(published.tally.failed, 0);
+    assert_eq!(published.counts.seal, 0);
+    assert_eq!(published.counts.failed, 0);
 
     let open = status(&rpc, &published.model, Some(&artifact))
         .await
@@ -100,9 +100,9 @@ async fn rpc_publish_then_seal_stories260k_with_exact_lamports() {
         .await
         .unwrap();
     assert_eq!(sealed.state, "Sealed");
-    assert_eq!(sealed.tally.seal, total_chunks(&sections));
-    assert_eq!(sealed.tally.failed, 0);
-    assert_eq!(sealed.tally.resigned, 0, "the node drops nothing");
+    assert_eq!(sealed.counts.seal, total_chunks(&sections));
+    assert_eq!(sealed.counts.failed, 0);
+    assert_eq!(sealed.counts.resigned, 0, "the node drops nothing");
 
     // The model as the bank holds it (read around RPC): Sealed, to the independent hash.
     let model = shim
@@ -137,7 +137,7 @@ async fn rpc_publish_then_seal_stories260k_with_exact_lamports() {
         .sum();
     assert_eq!(held, model_rent(&lengths(&sections)));
     assert_eq!(before - after, held + fees);
-    assert_eq!(published.tally.fees + sealed.tally.fees, fees);
+    assert_eq!(published.counts.fees + sealed.counts.fees, fees);
     assert_eq!(published.rent + sealed.rent, held);
     assert_eq!(
         (published.balance_before, sealed.balance_after),

@@ -3,7 +3,8 @@
 //! unsealed model, an absent one and a non-model are refused before anything runs.
 
 use super::*;
-use curta_client::run::{fetch_sealed, generate, FetchError, Prompt};
+use curta_client::model::{fetch_sealed, FetchError};
+use curta_client::run::{generate, Prompt};
 use curta_client::{publish, Error};
 use curta_core::infer::Settings;
 use curta_tests::{sha256_chain, split_sections, stories260k_artifact};

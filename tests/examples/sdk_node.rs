@@ -16,7 +16,7 @@
 //! `RpcShim::start_movable`, and each line `pass-slot` on stdin moves that bank to its next slot
 //! and prints {"slot": N} (a run whose seed is drawn from the chain steps after its start slot).
 
-use curta_client::transport::RpcTransport;
+use curta_client::send::transport::RpcTransport;
 use curta_tests::rpc_shim::RpcShim;
 use solana_account::Account;
 use solana_commitment_config::CommitmentConfig;

@@ -3,7 +3,9 @@
 //! `scripts/bench-cu` prints the table (this test with --nocapture).
 
 use crate::harness::*;
-use curta_client::engine::{fixed_limit, Kind};
+use curta_client::model::items::{
+    CLOSE_UNITS, CREATE_UNITS, REOPEN_UNITS, SEAL_UNITS, WRITE_UNITS,
+};
 use curta_core::convert::synth;
 use curta_core::Config;
 use curta_program::instruction as ix;
@@ -342,7 +344,7 @@ async fn compute_units_of_every_instruction() {
     assert!(last < full, "the short last chunk: {last}");
 
     // The client's limits cover what they are the limit of.
-    assert!(fixed_limit(Kind::Write) as u64 >= write);
+    assert!(WRITE_UNITS as u64 >= write);
     for seal in [
         full,
         last,
@@ -351,15 +353,17 @@ async fn compute_units_of_every_instruction() {
         full_every_2,
         full_every_18,
     ] {
-        assert!(fixed_limit(Kind::Seal) as u64 >= seal, "seal {seal}");
+        assert!(SEAL_UNITS as u64 >= seal, "seal {seal}");
     }
     // Every Seal after the first gets at least SEAL_CHUNK_LIMIT.
-    assert!(curta_client::engine::SEAL_CHUNK_LIMIT as u64 >= full.max(last).max(full_every_18));
-    assert!(fixed_limit(Kind::Create) as u64 >= create_model + create_init);
+    assert!(
+        curta_client::model::items::SEAL_CHUNK_UNITS as u64 >= full.max(last).max(full_every_18)
+    );
+    assert!(CREATE_UNITS as u64 >= create_model + create_init);
     for units in reopen {
-        assert!(fixed_limit(Kind::Reopen) as u64 >= units, "reopen {units}");
+        assert!(REOPEN_UNITS as u64 >= units, "reopen {units}");
     }
     for units in close {
-        assert!(fixed_limit(Kind::Close) as u64 >= units, "close {units}");
+        assert!(CLOSE_UNITS as u64 >= units, "close {units}");
     }
 }

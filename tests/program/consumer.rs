@@ -29,7 +29,7 @@ const CONSUMER: Pubkey = Pubkey::new_from_array(curta_consumer::ID);
 async fn bank() -> Bank {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/deploy/curta_consumer.so");
-    let so = curta_client::transport::ProgramSo::find_in(&[path]).unwrap_or_else(|e| {
+    let so = curta_client::send::transport::ProgramSo::find_in(&[path]).unwrap_or_else(|e| {
         panic!("{e} (scripts/build-sbf builds the consumer beside the program)")
     });
     Bank::start_with(|test| so.add_to(test, CONSUMER)).await

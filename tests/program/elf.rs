@@ -171,7 +171,7 @@ async fn the_bank_runs_the_binary_at_the_clients_program_id() {
 #[test]
 fn a_missing_binary_says_what_to_run() {
     let missing = std::path::PathBuf::from("/nonexistent/curta_program.so");
-    let error = curta_client::transport::ProgramSo::find_in(std::slice::from_ref(&missing))
+    let error = curta_client::send::transport::ProgramSo::find_in(std::slice::from_ref(&missing))
         .err()
         .expect("no binary there");
     assert_eq!(

@@ -6,7 +6,7 @@
 use crate::fixtures::planted;
 use crate::harness::{custom, seal_chunk, Bank, Published, PROGRAM};
 use crate::runs::{offline, read_run, sealed, start, with_limit, OnChain};
-use curta_client::onchain::plan::Shadow;
+use curta_client::run::onchain::expected::Shadow;
 use curta_core::infer::{Model, Settings};
 use curta_program::error::CurtaError;
 use curta_program::instruction::{self as ix, OwnedPrompt};

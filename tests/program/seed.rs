@@ -100,7 +100,7 @@ pub fn step(p: &Published, run: &Pubkey, ticket: u32) -> Vec<Instruction> {
 /// Moves the bank to the next slot as programs see it (Clock one slot on, the slot's entry in
 /// SlotHashes: `next_slot_sysvars`; a warp races program-test's blockhash task).
 pub async fn next_slot(bank: &mut Bank) {
-    let (clock, hashes) = curta_client::transport::next_slot_sysvars(&bank.ctx.banks_client)
+    let (clock, hashes) = curta_client::send::transport::next_slot_sysvars(&bank.ctx.banks_client)
         .await
         .unwrap();
     bank.ctx.set_sysvar(&hashes);

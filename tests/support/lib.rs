@@ -8,12 +8,12 @@ use std::sync::OnceLock;
 use solana_program_test::ProgramTest;
 
 /// The program's SBF binary every test bank runs (scripts/build-sbf builds it; see
-/// `curta_client::transport::ProgramSo::find` for where it is looked for). There is no native
+/// `curta_client::send::transport::ProgramSo::find` for where it is looked for). There is no native
 /// processor to fall back to: without the binary the tests stop here, saying what to run.
-pub fn program_so() -> &'static curta_client::transport::ProgramSo {
-    static SO: OnceLock<curta_client::transport::ProgramSo> = OnceLock::new();
+pub fn program_so() -> &'static curta_client::send::transport::ProgramSo {
+    static SO: OnceLock<curta_client::send::transport::ProgramSo> = OnceLock::new();
     SO.get_or_init(|| {
-        let so = curta_client::transport::ProgramSo::find().unwrap_or_else(|e| panic!("{e}"));
+        let so = curta_client::send::transport::ProgramSo::find().unwrap_or_else(|e| panic!("{e}"));
         eprintln!("curta-tests: running {}", so.describe());
         so
     })

@@ -183,12 +183,12 @@ impl RpcShim {
         }
         // The program's SBF binary (this file is also compiled into the client's tests, so it
         // loads the binary itself rather than through curta_tests::program_test).
-        let so = curta_client::transport::ProgramSo::find().unwrap_or_else(|e| panic!("{e}"));
+        let so = curta_client::send::transport::ProgramSo::find().unwrap_or_else(|e| panic!("{e}"));
         let mut test = ProgramTest::default();
         // This node decodes, prices and executes legacy transactions only: a cluster without
         // version 1 transactions (`--tx-version auto` falls back to legacy on it).
-        test.deactivate_feature(curta_client::txformat::FEATURE_TX_V1);
-        so.add_to(&mut test, curta_program::id());
+        test.deactivate_feature(curta_client::send::format::FEATURE_TX_V1);
+        so.add_to(&mut test, curta_interface::id());
         for (address, account) in accounts {
             test.add_account(*address, account.clone());
         }

@@ -151,6 +151,20 @@ impl GlobalArgs {
         read_keypair(&path)
     }
 
+    /// The keypair a rehearsal signs as: `--keypair`'s (an error when it cannot be read), else
+    /// the Solana CLI's where one can be read, else none (a throwaway). Signing as the real
+    /// authority gives the model address `publish` will use; no lamport is touched.
+    pub fn rehearsal_keypair(&self) -> Result<Option<Keypair>> {
+        Ok(match &self.keypair {
+            Some(_) => Some(self.keypair()?),
+            None => self
+                .keypair_path()
+                .ok()
+                .filter(|p| p.exists())
+                .and_then(|p| read_keypair(&p).ok()),
+        })
+    }
+
     pub fn options(&self) -> crate::Options {
         crate::Options {
             compute_unit_price: self.compute_unit_price,

@@ -4,8 +4,8 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod artifact;
-pub mod chain;
 pub mod config;
+pub mod model;
 pub mod program;
 pub mod run;
 
@@ -31,17 +31,17 @@ pub enum Command {
     /// Print an artifact's weights hash (64 lowercase hex characters)
     Hash(artifact::HashArgs),
     /// Create the model and weight accounts, write every section (resumable); --seal also seals
-    Publish(chain::PublishArgs),
+    Publish(model::PublishArgs),
     /// Drive sealing to Sealed; with --artifact, repair differing bytes first
-    Seal(chain::SealArgs),
+    Seal(model::SealArgs),
     /// Show a model's state, sections, seal progress and rent held
-    Status(chain::StatusArgs),
+    Status(model::StatusArgs),
     /// Compare the weight accounts with an artifact and recompute the hash off chain
-    Verify(chain::VerifyArgs),
+    Verify(model::VerifyArgs),
     /// Close an unsealed model and recover its rent
-    Close(chain::CloseArgs),
+    Close(model::CloseArgs),
     /// Publish and seal on an in-process bank running the real program: cost, transactions, time
-    Rehearse(chain::RehearseArgs),
+    Rehearse(model::RehearseArgs),
     /// Convert the bundled English model (kjv), rehearse it, verify it and print the report
     Demo,
     /// Generate text from an artifact or a sealed model, in integers (docs/inference.md)
@@ -72,13 +72,13 @@ pub fn main() -> ExitCode {
         Command::Convert(args) => artifact::convert(args, global.output),
         Command::Inspect(args) => artifact::inspect(args, global.output),
         Command::Hash(args) => artifact::hash(args, global.output),
-        Command::Publish(args) => chain::publish(args, global),
-        Command::Seal(args) => chain::seal(args, global),
-        Command::Status(args) => chain::status(args, global),
-        Command::Verify(args) => chain::verify(args, global),
-        Command::Close(args) => chain::close(args, global),
-        Command::Rehearse(args) => chain::rehearse(args, global),
-        Command::Demo => chain::demo(global),
+        Command::Publish(args) => model::publish(args, global),
+        Command::Seal(args) => model::seal(args, global),
+        Command::Status(args) => model::status(args, global),
+        Command::Verify(args) => model::verify(args, global),
+        Command::Close(args) => model::close(args, global),
+        Command::Rehearse(args) => model::rehearse(args, global),
+        Command::Demo => model::demo(global),
         Command::Run(args) => run::run(args, global),
         Command::RehearseRun(args) => run::rehearse_run(args, global),
         Command::Perplexity(args) => run::perplexity_command(args, global),

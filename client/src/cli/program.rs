@@ -1,7 +1,7 @@
 //! `verify-program`: compare the executable deployed at a program id with the local build.
 
 use super::config::{GlobalArgs, Output};
-use crate::transport::{ProgramSo, RpcTransport};
+use crate::send::transport::{ProgramSo, RpcTransport};
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use solana_pubkey::Pubkey;

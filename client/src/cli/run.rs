@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use super::artifact::emit;
-use super::chain::{rpc, runtime};
 use super::config::{GlobalArgs, Output};
-use crate::onchain::{default_steps, OnChainRun, RunRequest};
-use crate::run::{fetch_sealed, generate, perplexity, Prompt};
+use super::model::{rpc, runtime};
+use crate::model::fetch_sealed;
+use crate::run::onchain::{default_steps, OnChainRun, RunRequest};
+use crate::run::{generate, perplexity, Prompt};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -416,7 +417,7 @@ fn run_on_chain(args: RunArgs, global: GlobalArgs) -> Result<()> {
             seed_line(&request)
         );
     }
-    let run = runtime.block_on(crate::onchain::run_on_chain(
+    let run = runtime.block_on(crate::run::onchain::run_on_chain(
         &t,
         &keypair,
         &address,
@@ -451,7 +452,7 @@ fn from_run(run: &str, global: &GlobalArgs) -> Result<()> {
     let address = pubkey("run", run)?;
     let runtime = runtime()?;
     let t = rpc(global, &runtime)?;
-    let replay = runtime.block_on(crate::onchain::replay(&t, &address))?;
+    let replay = runtime.block_on(crate::run::onchain::replay(&t, &address))?;
     match global.output {
         Output::Text => emit(&replay_text(&replay))?,
         Output::Json => {
@@ -470,7 +471,7 @@ fn from_run(run: &str, global: &GlobalArgs) -> Result<()> {
     Ok(())
 }
 
-fn replay_text(r: &crate::onchain::Replay) -> String {
+fn replay_text(r: &crate::run::onchain::Replay) -> String {
     let yes = |b: bool| if b { "agree" } else { "DIFFER" };
     let seed = match r.seed_source {
         "drawn" if r.seed == 0 => format!(
@@ -549,7 +550,7 @@ pub fn runs(args: RunsArgs, global: GlobalArgs) -> Result<()> {
     let runtime = runtime()?;
     let t = rpc(&global, &runtime)?;
     let me = solana_signer::Signer::pubkey(&runner);
-    let listed = runtime.block_on(crate::onchain::runs(&t, &me, &model, nonces.clone()))?;
+    let listed = runtime.block_on(crate::run::onchain::runs(&t, &me, &model, nonces.clone()))?;
     match global.output {
         Output::Text => {
             let mut text = format!(
@@ -575,8 +576,8 @@ pub fn runs(args: RunsArgs, global: GlobalArgs) -> Result<()> {
 
 pub fn close_run(args: CloseRunArgs, global: GlobalArgs) -> Result<()> {
     let which = match (&args.run, &args.model, args.nonce) {
-        (Some(run), _, _) => crate::onchain::RunRef::Address(pubkey("run", run)?),
-        (None, Some(model), Some(nonce)) => crate::onchain::RunRef::Nonce {
+        (Some(run), _, _) => crate::run::onchain::RunRef::Address(pubkey("run", run)?),
+        (None, Some(model), Some(nonce)) => crate::run::onchain::RunRef::Nonce {
             model: pubkey("model", model)?,
             nonce,
         },
@@ -585,7 +586,7 @@ pub fn close_run(args: CloseRunArgs, global: GlobalArgs) -> Result<()> {
     let runner = global.keypair()?;
     let runtime = runtime()?;
     let t = rpc(&global, &runtime)?;
-    let closed = runtime.block_on(crate::onchain::close_run_in(
+    let closed = runtime.block_on(crate::run::onchain::close_run_in(
         &t,
         &runner,
         which,
@@ -609,15 +610,7 @@ pub fn rehearse_run(args: RehearseRunArgs, global: GlobalArgs) -> Result<()> {
     let file = MappedFile::open(&args.artifact)
         .with_context(|| format!("artifact {}", args.artifact.display()))?;
     let request = request(&args.generation, args.nonce, args.keep, &global)?;
-    // With --keypair (or the Solana CLI's), the rehearsal signs as it (no lamport is touched).
-    let authority = match &global.keypair {
-        Some(_) => Some(global.keypair()?),
-        None => global
-            .keypair_path()
-            .ok()
-            .filter(|p| p.exists())
-            .and_then(|p| super::config::read_keypair(&p).ok()),
-    };
+    let authority = global.rehearsal_keypair()?;
     let streaming = global.output == Output::Text;
     if streaming {
         eprintln!(

@@ -7,6 +7,8 @@
 //! - [`state`]: the model and weight account layouts, read in place; the model PDA and the
 //!   weight seeds.
 //! - [`run`]: the run account's layout, its seed address, the seed's source and derivation.
+//! - [`cost`]: the estimated compute units of a step's items and of a prompt's encoding, which
+//!   StartRun and Step count against their budgets (a run's state after each step depends on it).
 //! - [`trust`]: [`trust::trusted_sealed_model`] and [`trust::trusted_run`], the rules a
 //!   consumer applies before it relies on a model or a run (docs/program.md, "Trusting a run").
 //! - [`error`]: the program's error codes.
@@ -19,6 +21,7 @@
 #[cfg(not(target_os = "solana"))]
 extern crate alloc;
 
+pub mod cost;
 pub mod error;
 pub mod instruction;
 pub mod run;

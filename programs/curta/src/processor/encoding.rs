@@ -1,6 +1,6 @@
 //! A text prompt's encoding, continued from the run account's bytes (docs/program.md, "Text
 //! prompts cost compute on chain"), and the start of the run's engine: shared by StartRun (which
-//! begins the encoding and does [`crate::run::START_ENCODE_BUDGET`] of it) and by every Step
+//! begins the encoding and does [`curta_interface::cost::START_ENCODE_BUDGET`] of it) and by every Step
 //! while the run is encoding.
 
 use curta_core::infer::{Encoding, Model, Run, Settings};
@@ -8,11 +8,12 @@ use pinocchio::ProgramResult;
 
 use super::shared::{error_code, from_code, log_run_error, prompt_buffer};
 use crate::error::CurtaError;
-use crate::run::{encode_costs, RunAccount, SeedSource};
+use crate::run::{RunAccount, SeedSource};
+use curta_interface::cost::encode_costs;
 
-/// Continues the encoding the run's state buffer holds by `budget` ([`crate::run::encode_cost`]'s
-/// units, at least one item); when it ends, starts the run with its ids ([`start_engine`]),
-/// else records that the run is still encoding. Its own frame, called from StartRun and Step:
+/// Continues the encoding the run's state buffer holds by `budget`
+/// ([`curta_interface::cost::encode_cost`]'s units, at least one item); when it ends, starts the
+/// run with its ids ([`start_engine`]), else records that the run is still encoding. Its own frame, called from StartRun and Step:
 /// one copy of the encoder in the binary (the error code out, 0 for success).
 #[inline(never)]
 pub(super) fn continue_encoding(run: &mut RunAccount, model: &Model, budget: u64) -> u64 {

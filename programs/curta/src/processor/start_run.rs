@@ -16,10 +16,10 @@ use super::shared::{
 use crate::error::CurtaError;
 use crate::instruction::{InstructionData, Prompt};
 use crate::run::{
-    run_len, run_seed_bytes, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN, START_ENCODE_BUDGET,
-    TEXT_PER_STEP,
+    run_len, run_seed_bytes, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN, TEXT_PER_STEP,
 };
 use crate::state::{all_zero, same_address, WeightFields, WEIGHT_HEADER_LEN};
+use curta_interface::cost::START_ENCODE_BUDGET;
 
 /// Its own stack frame (a run's locals and curta-core's inlined into the entrypoint's would
 /// pass SBF's 4 KiB), so at most five registers in and one out: the raw instruction data in,

@@ -14,10 +14,10 @@ use super::shared::{
 };
 use crate::error::CurtaError;
 use crate::run::{
-    find_slot_hash, seed_from_digest, seed_preimage, step_costs, RunAccount, SlotHashLookup,
-    MAX_STEP_BUDGET,
+    find_slot_hash, seed_from_digest, seed_preimage, RunAccount, SlotHashLookup, MAX_STEP_BUDGET,
 };
 use crate::state::{same_address, WeightFields, WEIGHT_HEADER_LEN};
+use curta_interface::cost::step_costs;
 use pinocchio::sysvars::slot_hashes::SLOTHASHES_ID;
 
 /// Its own stack frame, as StartRun's: the error code out (0 for success).
@@ -99,7 +99,7 @@ fn step(program_id: &Pubkey, accounts: &[AccountInfo], budget: u32) -> ProgramRe
     }
     let meta = Metadata::sealed(sections[0]).ok_or(CurtaError::InvalidRun)?;
     let model = Model::new(meta, &sections[..count]).map_err(log_run_error)?;
-    // While encoding, the budget counts the encoding's items (`run::encode_cost`); the step
+    // While encoding, the budget counts the encoding's items (`cost::encode_cost`); the step
     // that ends it starts the run and does no more.
     if encoding {
         from_code(continue_encoding(&mut run, &model, budget as u64))?;

@@ -1,15 +1,14 @@
 //! `status`: a model's state, its sections (created, frozen, hashed), seal progress, rent held;
 //! with the artifact also how many bytes of each section still differ.
 
+use super::accounts::{self, OnChain};
+use super::items::{differing_bytes, write_capacity_in};
+use super::plan::{check_model, rent_table, Plan};
+use super::report::State;
 use crate::artifact::{hex, LocalArtifact};
-use crate::chain;
-use crate::engine::{
-    message_fee, transaction_len_in, v1_message, write_capacity_in, MAX_COMPUTE_UNITS,
-};
-use crate::plan::differing_bytes;
-use crate::steps::{check_model, rent_table, Plan, State};
-use crate::transport::Transport;
-use crate::txformat::Format;
+use crate::send::format::{message_fee, transaction_len_in, v1_message, Format};
+use crate::send::transport::Transport;
+use crate::send::MAX_COMPUTE_UNITS;
 use crate::Error;
 use curta_interface::state::ModelState;
 use solana_pubkey::Pubkey;
@@ -89,11 +88,11 @@ pub async fn status_in<T: Transport>(
 ) -> Result<Status, Error> {
     let started = Instant::now();
     let artifact = artifact.map(LocalArtifact::decode).transpose()?;
-    let model = chain::existing_model(t, model_address).await?;
+    let model = accounts::existing_model(t, model_address).await?;
     if let Some(artifact) = &artifact {
         check_model(model_address, &model, artifact)?;
     }
-    let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
+    let chain = accounts::read(t, model_address, &model.authority, model.sections()).await?;
     let mut first = 0u32;
     let sections = chain
         .weights
@@ -145,7 +144,7 @@ pub async fn status_in<T: Transport>(
 /// The transactions, rent and fees still needed to reach Sealed.
 async fn needed<T: Transport>(
     t: &T,
-    chain: &chain::OnChain,
+    chain: &OnChain,
     model: &curta_interface::state::Model,
     artifact: Option<&LocalArtifact<'_>>,
     format: Format,
@@ -173,11 +172,12 @@ async fn needed<T: Transport>(
     n.seal = plan.seal_chunks as u64;
     if artifact.is_some() {
         n.write = Some(plan.writes.len() as u64);
-        n.write_bytes_min = plan.writes.iter().map(|w| w.bytes()).min();
-        n.write_bytes_max = plan.writes.iter().map(|w| w.bytes()).max();
+        n.write_bytes_min = plan.writes.iter().map(|w| w.bytes).min();
+        n.write_bytes_max = plan.writes.iter().map(|w| w.bytes).max();
         let (blockhash, _) = t.latest_blockhash().await?;
         let mut fees = 0;
-        for (_, example, count) in plan.shapes() {
+        for (example, count) in plan.shapes() {
+            let example = &example.instructions;
             let fee = match format {
                 Format::Legacy => message_fee(t, &model.authority, example, blockhash).await?,
                 // No priority fee: what a v1 message pays does not depend on its limits.

@@ -1,5 +1,6 @@
-//! The offline side of a run on chain: curta-core's run of the same model, prompt and settings,
-//! cut as the program cuts it ([`Run::advance_by`] with a step's budget and [`step_costs`]).
+//! The offline side of a run on chain: curta-core's run of the same model, prompt and settings
+//! ([`Expected`]), cut as the program cuts it ([`Run::advance_by`] with a step's budget and
+//! [`step_costs`]).
 //!
 //! Steps are order-free and anyone may send them, so the chain's run is compared by *point of
 //! progress* (the state's position, stage and item), never by a count of steps: any cut of
@@ -12,12 +13,12 @@ use curta_core::infer::{
 };
 use curta_core::le::u32_at;
 use curta_core::{Artifact, Metadata};
-use curta_program::run::{encode_costs, step_costs, START_ENCODE_BUDGET};
+use curta_interface::cost::{encode_costs, step_costs, START_ENCODE_BUDGET};
 
-/// curta-core's whole run: the tokens and their pieces, and the steps this client's budget
-/// takes from the start.
+/// curta-core's whole run, what the chain's run must hold: the tokens and their pieces, and
+/// the steps this client's budget takes from the start.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub struct Expected {
     pub prompt_tokens: Vec<u32>,
     /// The state right after StartRun.
     pub start: Vec<u8>,
@@ -28,7 +29,7 @@ pub struct Plan {
     pub steps: u32,
 }
 
-impl Plan {
+impl Expected {
     pub fn text(&self) -> Vec<u8> {
         self.pieces.concat()
     }
@@ -40,13 +41,13 @@ impl Plan {
 }
 
 /// Runs the model offline from StartRun to the end, with `budget` per step.
-pub fn plan(
+pub fn expected(
     artifact: &Artifact,
     prompt: &[u32],
     steps: u32,
     settings: Settings,
     budget: u32,
-) -> Result<Plan, RunError> {
+) -> Result<Expected, RunError> {
     let model = Model::from_artifact(artifact)?;
     let meta = *model.metadata();
     let mut state = vec![0u8; state_len(&model.config())];
@@ -66,7 +67,7 @@ pub fn plan(
         }
         count += 1;
     }
-    Ok(Plan {
+    Ok(Expected {
         prompt_tokens: prompt.to_vec(),
         start,
         tokens,

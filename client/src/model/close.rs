@@ -1,12 +1,11 @@
 //! `close`: recover the rent of an unsealed model and all its weight accounts. A sealed model
 //! is permanent (the program refuses to close it; so does the client, before sending).
 
-use crate::chain;
-use crate::engine::{Engine, Kind};
-use crate::plan;
-use crate::progress::Progress;
-use crate::steps::check_funds;
-use crate::transport::Transport;
+use super::accounts;
+use super::items;
+use super::plan::check_funds;
+use crate::send::transport::Transport;
+use crate::send::{Engine, Progress};
 use crate::{Error, Options};
 use curta_interface::state::ModelState;
 use solana_keypair::Keypair;
@@ -25,7 +24,7 @@ pub struct CloseReport {
     pub accounts_closed: usize,
     pub seconds: f64,
     /// The format the Close went in.
-    pub format: crate::txformat::Format,
+    pub format: crate::send::format::Format,
 }
 
 impl CloseReport {
@@ -44,7 +43,7 @@ impl CloseReport {
             destination: String,
             state: &'a str,
             accounts_closed: usize,
-            tx_version: crate::txformat::Format,
+            tx_version: crate::send::format::Format,
             lamports: Lamports,
             seconds: f64,
         }
@@ -89,8 +88,8 @@ pub async fn close<T: Transport>(
     options: &Options,
 ) -> Result<CloseReport, Error> {
     let started = Instant::now();
-    chain::require_program(t).await?;
-    let model = chain::existing_model(t, model_address).await?;
+    accounts::require_program(t).await?;
+    let model = accounts::existing_model(t, model_address).await?;
     if model.state == ModelState::Sealed {
         return Err(Error::Sealed {
             model: *model_address,
@@ -104,10 +103,10 @@ pub async fn close<T: Transport>(
             authority: model.authority,
         });
     }
-    let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
+    let chain = accounts::read(t, model_address, &model.authority, model.sections()).await?;
     let destination = destination.unwrap_or(authority.pubkey());
-    let item = plan::close(&chain, &authority.pubkey(), &destination);
-    let choice = crate::txformat::choose_noted(t, options.tx_version).await?;
+    let item = items::close(&chain, &authority.pubkey(), &destination);
+    let choice = crate::send::format::choose_noted(t, options.tx_version).await?;
     let mut engine = Engine::new(
         t,
         authority,
@@ -116,7 +115,7 @@ pub async fn close<T: Transport>(
         Progress::hidden(),
     )
     .with_format(choice.format);
-    let fee = engine.fee(Kind::Close, &item.instructions).await?;
+    let fee = engine.fee(&item).await?;
     check_funds(
         &authority.pubkey(),
         t.balance(&authority.pubkey()).await?,
@@ -124,7 +123,7 @@ pub async fn close<T: Transport>(
         fee,
         0,
     )?;
-    engine.run_one(item, "close").await?;
+    engine.send_one(item, "close").await?;
     Ok(CloseReport {
         cluster: t.describe(),
         model: *model_address,

@@ -1,5 +1,5 @@
-//! Progress bars: one per section being written and one overall (bytes, bytes/s, ETA), then
-//! one for the seal chunks. Hidden when disabled (library default, or not a terminal).
+//! Progress bars: byte bars, one per key and one overall (bytes, bytes/s, ETA), and one count
+//! bar. Hidden when disabled (library default, or not a terminal).
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashMap;
@@ -8,8 +8,8 @@ use std::collections::HashMap;
 pub struct Progress {
     multi: Option<MultiProgress>,
     overall: Option<ProgressBar>,
-    sections: HashMap<usize, ProgressBar>,
-    seal: Option<ProgressBar>,
+    bytes: HashMap<usize, ProgressBar>,
+    count: Option<ProgressBar>,
 }
 
 impl Progress {
@@ -30,33 +30,34 @@ impl Progress {
         }
     }
 
-    /// Bars for a write pass: `(section, bytes to write)` for each section with work.
-    pub fn start_writes(&mut self, sections: &[(usize, u64)]) {
+    /// Byte bars: `(key, prefix, bytes)` for each, and the overall one.
+    pub fn start_bytes(&mut self, bars: &[(usize, String, u64)]) {
         let Some(multi) = &self.multi else { return };
         let style = ProgressStyle::with_template(
             "{prefix:>12} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
         )
         .unwrap()
         .progress_chars("=> ");
-        let total: u64 = sections.iter().map(|s| s.1).sum();
+        let total: u64 = bars.iter().map(|s| s.2).sum();
         let overall = multi.add(
             ProgressBar::new(total)
                 .with_style(style.clone())
                 .with_prefix("overall"),
         );
         self.overall = Some(overall);
-        for &(section, bytes) in sections {
+        for (key, prefix, bytes) in bars {
             let bar = multi.add(
-                ProgressBar::new(bytes)
+                ProgressBar::new(*bytes)
                     .with_style(style.clone())
-                    .with_prefix(format!("section {section}")),
+                    .with_prefix(prefix.clone()),
             );
-            self.sections.insert(section, bar);
+            self.bytes.insert(*key, bar);
         }
     }
 
-    pub fn wrote(&self, section: usize, bytes: u64) {
-        if let Some(bar) = self.sections.get(&section) {
+    /// Moves the byte bar of `key` and the overall one by `bytes`.
+    pub fn add_bytes(&self, key: usize, bytes: u64) {
+        if let Some(bar) = self.bytes.get(&key) {
             bar.inc(bytes);
         }
         if let Some(bar) = &self.overall {
@@ -64,23 +65,25 @@ impl Progress {
         }
     }
 
-    pub fn start_seal(&mut self, chunks: u64) {
+    /// The count bar: `prefix`, `total` things called `unit`.
+    pub fn start_count(&mut self, prefix: &str, unit: &str, total: u64) {
         let Some(multi) = &self.multi else { return };
-        let style =
-            ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} chunks ETA {eta}")
-                .unwrap()
-                .progress_chars("=> ");
-        self.seal = Some(
+        let template = format!("{{prefix:>12}} [{{bar:30}}] {{pos}}/{{len}} {unit} ETA {{eta}}");
+        let style = ProgressStyle::with_template(&template)
+            .unwrap()
+            .progress_chars("=> ");
+        self.count = Some(
             multi.add(
-                ProgressBar::new(chunks)
+                ProgressBar::new(total)
                     .with_style(style)
-                    .with_prefix("seal"),
+                    .with_prefix(prefix.to_string()),
             ),
         );
     }
 
-    pub fn sealed(&self) {
-        if let Some(bar) = &self.seal {
+    /// Moves the count bar by one.
+    pub fn add_one(&self) {
+        if let Some(bar) = &self.count {
             bar.inc(1);
         }
     }
@@ -88,15 +91,15 @@ impl Progress {
     /// Removes the bars (before the report is printed).
     pub fn finish(&mut self) {
         for bar in self
-            .sections
+            .bytes
             .values()
             .chain(self.overall.iter())
-            .chain(self.seal.iter())
+            .chain(self.count.iter())
         {
             bar.finish_and_clear();
         }
-        self.sections.clear();
+        self.bytes.clear();
         self.overall = None;
-        self.seal = None;
+        self.count = None;
     }
 }

@@ -1,14 +1,13 @@
 //! `seal`: drive sealing from wherever it stands to Sealed, one chunk per transaction. With
 //! the artifact, first find and rewrite the bytes that differ (reopening if needed).
 
+use super::accounts;
+use super::items::{self, write_capacity_in};
+use super::plan::{check_funds, check_model, refuse_mismatch, rent_table, Plan};
+use super::report::{Counts, Report, State};
 use crate::artifact::LocalArtifact;
-use crate::chain;
-use crate::engine::Engine;
-use crate::plan;
-use crate::progress::Progress;
-use crate::report::Report;
-use crate::steps::{check_funds, check_model, refuse_mismatch, rent_table, Plan, State};
-use crate::transport::Transport;
+use crate::send::transport::Transport;
+use crate::send::{Engine, Progress};
 use crate::{Error, Options};
 use curta_interface::state::ModelState;
 use solana_keypair::Keypair;
@@ -27,17 +26,17 @@ pub async fn seal<T: Transport>(
 ) -> Result<Report, Error> {
     let started = Instant::now();
     let artifact = artifact.map(LocalArtifact::decode).transpose()?;
-    chain::require_program(t).await?;
-    let model = chain::existing_model(t, model_address).await?;
+    accounts::require_program(t).await?;
+    let model = accounts::existing_model(t, model_address).await?;
     if let Some(artifact) = &artifact {
         check_model(model_address, &model, artifact)?;
     }
     let lengths = model.sections().to_vec();
-    let chain = chain::read(t, model_address, &model.authority, &lengths).await?;
-    plan::require_complete(&chain)?;
+    let chain = accounts::read(t, model_address, &model.authority, &lengths).await?;
+    items::require_complete(&chain)?;
     let held_before = chain.rent_held();
     let balance_before = t.balance(&payer.pubkey()).await?;
-    let choice = crate::txformat::choose_noted(t, options.tx_version).await?;
+    let choice = crate::send::format::choose_noted(t, options.tx_version).await?;
     let mut engine = Engine::new(
         t,
         payer,
@@ -61,7 +60,7 @@ pub async fn seal<T: Transport>(
             true,
             &rent,
             &|ixs| engine.transaction_len(ixs),
-            engine.write_capacity(),
+            write_capacity_in(engine.format(), engine.priced()),
         );
         // Rewriting, reopening and starting a seal pass (chunk 0) need the authority; once a
         // pass has started, anyone may crank it.
@@ -77,11 +76,11 @@ pub async fn seal<T: Transport>(
         let fees = plan.fees(&mut engine).await?;
         let reserve = t.rent_minimum(0).await?;
         check_funds(&payer.pubkey(), balance_before, 0, fees, reserve)?;
-        plan.run(&mut engine, model_address, artifact.as_ref(), &rent)
+        plan.send(&mut engine, model_address, artifact.as_ref(), &rent)
             .await?;
     }
     engine.progress.finish();
-    let chain = chain::read(t, model_address, &model.authority, &lengths).await?;
+    let chain = accounts::read(t, model_address, &model.authority, &lengths).await?;
     Ok(Report {
         command: "seal",
         cluster: t.describe(),
@@ -90,7 +89,7 @@ pub async fn seal<T: Transport>(
         state: State(chain.model.as_ref().map(|m| m.state)),
         sections: lengths.len(),
         artifact_bytes: lengths.iter().map(|&l| l as u64).sum(),
-        tally: engine.tally.clone(),
+        counts: Counts::of(&engine.tally),
         rent: chain.rent_held().saturating_sub(held_before),
         rent_held: chain.rent_held(),
         balance_before,

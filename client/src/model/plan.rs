@@ -1,17 +1,17 @@
-//! The steps publish and seal share: the checks of a model against the artifact, the plan of
+//! What publish and seal share: the checks of a model against the artifact, the plan of
 //! everything still to send and its price, the funds check, and the rounds that create,
 //! write and seal until the chain holds what was planned.
 //!
 //! Both operations read as one pipeline: read the chain, [`Plan::new`], [`Plan::fees`],
-//! [`check_funds`], then [`Plan::run`] (reopen, [`write_rounds`], [`seal_rounds`]), which
+//! [`check_funds`], then [`Plan::send`] (reopen, [`write_rounds`], [`seal_rounds`]), which
 //! re-read the chain after each round and plan again until nothing differs.
 
+use super::accounts::{self, OnChain};
+use super::items::{self, write_capacity_in, Creates, CREATE, WRITE};
 use crate::artifact::{hex, LocalArtifact};
-use crate::chain::{self, OnChain};
-use crate::engine::{Engine, Item, Kind, Subject};
 use crate::error::curta_error;
-use crate::plan::{self, Creates};
-use crate::transport::Transport;
+use crate::send::transport::Transport;
+use crate::send::{Bar, Engine, Item};
 use crate::Error;
 use curta_interface::error::CurtaError;
 use curta_interface::state::{Model, ModelState, MODEL_LEN, WEIGHT_HEADER_LEN};
@@ -22,41 +22,6 @@ use std::collections::HashMap;
 
 /// Rounds in a row that may end without progress before the engine gives up.
 pub(crate) const STALL_ROUNDS: usize = 4;
-
-/// A model's state as reports show it, `None` when there is no model ("absent"). It
-/// compares equal to its name (`report.state == "Sealed"`) and serializes as it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct State(pub Option<ModelState>);
-
-impl State {
-    pub fn as_str(&self) -> &'static str {
-        match self.0 {
-            None => "absent",
-            Some(ModelState::Open) => "Open",
-            Some(ModelState::Sealing) => "Sealing",
-            Some(ModelState::Mismatch) => "Mismatch",
-            Some(ModelState::Sealed) => "Sealed",
-        }
-    }
-}
-
-impl std::fmt::Display for State {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl PartialEq<&str> for State {
-    fn eq(&self, name: &&str) -> bool {
-        self.as_str() == *name
-    }
-}
-
-impl serde::Serialize for State {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
 
 /// The existing model must be the artifact's: same declared hash and section lengths.
 pub(crate) fn check_model(
@@ -169,17 +134,17 @@ impl Plan {
             (None, None) => (None, Vec::new()),
         };
         let creates = match weights_hash {
-            Some(hash) if open => plan::creates(chain, authority, hash, &lengths, rent, tx_len),
+            Some(hash) if open => items::creates(chain, authority, hash, &lengths, rent, tx_len),
             _ => Creates::default(),
         };
         let writes = match artifact {
             Some(artifact) if open => {
-                plan::writes(chain, &artifact.sections, authority, write_capacity)
+                items::writes(chain, &artifact.sections, authority, write_capacity)
             }
             _ => Vec::new(),
         };
         let must_write = !writes.is_empty() || state == Some(ModelState::Mismatch);
-        let reopen = needs_reopen(chain, must_write).then(|| plan::reopen(chain, authority));
+        let reopen = needs_reopen(chain, must_write).then(|| items::reopen(chain, authority));
         let seal_chunks = match &chain.model {
             _ if !seal || !open => 0,
             Some(m) if reopen.is_none() => m.total_chunks - m.seal_cursor,
@@ -187,7 +152,7 @@ impl Plan {
         };
         let next_seal = (seal_chunks > 0).then(|| next_seal(chain, authority, reopen.is_some()));
         Plan {
-            rent: plan::missing_rent(chain, &lengths, rent),
+            rent: items::missing_rent(chain, &lengths, rent),
             creates,
             writes,
             reopen,
@@ -202,23 +167,18 @@ impl Plan {
             || (self.seal_chunks > 0 && chain.model.as_ref().is_none_or(|m| m.seal_cursor == 0))
     }
 
-    /// Each planned shape of transaction: its kind, a representative's instructions, and how
-    /// many transactions of it are planned (the largest Write stands for every Write, the
-    /// next seal for every seal).
-    pub fn shapes(&self) -> Vec<(Kind, &[Instruction], u64)> {
-        let mut shapes: Vec<(Kind, &[Instruction], u64)> = self
-            .creates
-            .items()
-            .map(|item| (Kind::Create, item.instructions.as_slice(), 1))
-            .collect();
-        if let Some(item) = self.writes.iter().max_by_key(|w| w.bytes()) {
-            shapes.push((Kind::Write, &item.instructions, self.writes.len() as u64));
+    /// Each planned shape of transaction: a representative, and how many transactions of it
+    /// are planned (the largest Write stands for every Write, the next seal for every seal).
+    pub fn shapes(&self) -> Vec<(&Item, u64)> {
+        let mut shapes: Vec<(&Item, u64)> = self.creates.items().map(|item| (item, 1)).collect();
+        if let Some(item) = self.writes.iter().max_by_key(|w| w.bytes) {
+            shapes.push((item, self.writes.len() as u64));
         }
         if let Some(item) = &self.reopen {
-            shapes.push((Kind::Reopen, &item.instructions, 1));
+            shapes.push((item, 1));
         }
         if let Some(item) = &self.next_seal {
-            shapes.push((Kind::Seal, &item.instructions, self.seal_chunks as u64));
+            shapes.push((item, self.seal_chunks as u64));
         }
         shapes
     }
@@ -228,15 +188,15 @@ impl Plan {
     /// transactions sent use the same compute-unit limits.
     pub async fn fees<T: Transport>(&self, engine: &mut Engine<'_, T>) -> Result<u64, Error> {
         let mut fees = 0;
-        for (kind, example, count) in self.shapes() {
-            fees += count * engine.fee(kind, example).await?;
+        for (example, count) in self.shapes() {
+            fees += count * engine.fee(example).await?;
         }
         Ok(fees)
     }
 
     /// Sends the plan: the Reopen, then create and write rounds until the chain holds the
     /// artifact, then seal rounds until Sealed (when sealing).
-    pub async fn run<T: Transport>(
+    pub async fn send<T: Transport>(
         self,
         engine: &mut Engine<'_, T>,
         model_address: &Pubkey,
@@ -244,7 +204,7 @@ impl Plan {
         rent: &dyn Fn(usize) -> u64,
     ) -> Result<(), Error> {
         if let Some(item) = self.reopen {
-            engine.run_one(item, "reopen").await?;
+            engine.send_one(item, "reopen").await?;
         }
         if let Some(artifact) = artifact {
             write_rounds(engine, model_address, artifact, rent).await?;
@@ -262,7 +222,7 @@ impl Plan {
 fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
     match &chain.model {
         Some(model) if !reopen => {
-            if let Some(item) = plan::seals(&chain.program_id, &chain.address, model)
+            if let Some(item) = items::seals(&chain.program_id, &chain.address, model)
                 .into_iter()
                 .next()
             {
@@ -277,20 +237,17 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
     };
     let pass = chain.model.as_ref().map_or(0, |m| m.seal_pass + 1);
     // The model's creation id, or 0 while it does not exist: this item only shapes the fee and
-    // compute estimate; the seals sent are planned from the model on chain (`plan::seals`).
+    // compute estimate; the seals sent are planned from the model on chain (`items::seals`).
     let creation = chain.model.as_ref().map_or(0, |m| m.creation);
-    Item {
-        kind: Kind::Seal,
-        instructions: vec![curta_interface::instruction::start_seal(
-            &chain.program_id,
-            &chain.address,
-            &weights,
-            authority,
-            creation,
-            pass,
-        )],
-        subject: Subject::Chunk(0),
-    }
+    let start = curta_interface::instruction::start_seal(
+        &chain.program_id,
+        &chain.address,
+        &weights,
+        authority,
+        creation,
+        pass,
+    );
+    items::seal_item(0, start)
 }
 
 /// Creates what is missing and writes what differs, planning again from the chain after a
@@ -302,21 +259,21 @@ pub(crate) async fn write_rounds<T: Transport>(
     rent: &dyn Fn(usize) -> u64,
 ) -> Result<(), Error> {
     let authority = engine.payer().pubkey();
-    let capacity = engine.write_capacity();
+    let capacity = write_capacity_in(engine.format(), engine.priced());
     let window = engine.profile.window;
     let mut stalled = 0;
-    let mut last = (Kind::Create, usize::MAX);
+    let mut last = (CREATE, usize::MAX);
     let mut bars = false;
     loop {
         let planning = std::time::Instant::now();
-        let chain = chain::read(
+        let chain = accounts::read(
             engine.transport(),
             model_address,
             &authority,
             &artifact.lengths,
         )
         .await?;
-        let creates = plan::creates(
+        let creates = items::creates(
             &chain,
             &authority,
             artifact.weights_hash,
@@ -325,7 +282,7 @@ pub(crate) async fn write_rounds<T: Transport>(
             &|ixs| engine.transaction_len(ixs),
         );
         let writes = if creates.is_empty() {
-            plan::writes(&chain, &artifact.sections, &authority, capacity)
+            items::writes(&chain, &artifact.sections, &authority, capacity)
         } else {
             Vec::new()
         };
@@ -335,22 +292,10 @@ pub(crate) async fn write_rounds<T: Transport>(
             return Ok(());
         }
         if !bars && !writes.is_empty() {
-            let mut per: HashMap<usize, u64> = HashMap::new();
-            for w in &writes {
-                if let Subject::Write { section, bytes } = w.subject {
-                    *per.entry(section).or_default() += bytes as u64;
-                }
-            }
-            let mut per: Vec<(usize, u64)> = per.into_iter().collect();
-            per.sort();
-            engine.progress.start_writes(&per);
+            start_bars(engine, &writes);
             bars = true;
         }
-        let kind = if creates.is_empty() {
-            Kind::Write
-        } else {
-            Kind::Create
-        };
+        let kind = if creates.is_empty() { WRITE } else { CREATE };
         stalled = if last.0 == kind && work >= last.1 {
             stalled + 1
         } else {
@@ -358,28 +303,28 @@ pub(crate) async fn write_rounds<T: Transport>(
         };
         last = (kind, work);
         let failures = if creates.is_empty() {
-            engine.run(writes, window, false).await?
+            engine.send(writes, window, false).await?
         } else {
             // The model's transaction first and alone: every other create initializes a
             // weight account into the model, which the program refuses until it exists.
             let mut failures = match creates.model {
-                Some(item) => engine.run(vec![item], window, false).await?,
+                Some(item) => engine.send(vec![item], window, false).await?,
                 None => Vec::new(),
             };
             if failures.is_empty() {
-                failures = engine.run(creates.weights, window, false).await?;
+                failures = engine.send(creates.weights, window, false).await?;
             }
             failures
         };
         match failures.into_iter().next() {
             // Every planned Write landed: the bytes they carried are on chain and the others
             // already were, so nothing differs and the chain need not be read again.
-            None if kind == Kind::Write => return Ok(()),
+            None if kind == WRITE => return Ok(()),
             None => {}
             // A failed write means the chain refuses it (frozen, sealed...): stop. A create
-            // that lost a race with an earlier run's late transaction is planned again.
-            Some(failure) if kind == Kind::Write || stalled >= STALL_ROUNDS => {
-                return Err(failure.into_error(kind.name()));
+            // that lost a race with an earlier publish's late transaction is planned again.
+            Some(failure) if kind == WRITE || stalled >= STALL_ROUNDS => {
+                return Err(failure.into_error(kind));
             }
             Some(_) => {}
         }
@@ -389,6 +334,22 @@ pub(crate) async fn write_rounds<T: Transport>(
             )));
         }
     }
+}
+
+/// A byte bar for each section the writes write, with the bytes each writes.
+fn start_bars<T: Transport>(engine: &mut Engine<'_, T>, writes: &[Item]) {
+    let mut per: HashMap<usize, u64> = HashMap::new();
+    for w in writes {
+        if let Some(Bar::Bytes(section)) = w.bar {
+            *per.entry(section).or_default() += w.bytes as u64;
+        }
+    }
+    let mut per: Vec<(usize, String, u64)> = per
+        .into_iter()
+        .map(|(section, bytes)| (section, format!("section {section}"), bytes))
+        .collect();
+    per.sort();
+    engine.progress.start_bytes(&per);
 }
 
 fn mismatch(model_address: &Pubkey, model: &Model) -> Error {
@@ -420,15 +381,14 @@ pub(crate) async fn seal_rounds<T: Transport>(
     let mut bar = false;
     loop {
         let planning = std::time::Instant::now();
-        let model = chain::existing_model(engine.transport(), model_address).await?;
+        let model = accounts::existing_model(engine.transport(), model_address).await?;
         if model.state == ModelState::Sealed {
             return Ok(model);
         }
         refuse_mismatch(model_address, &model)?;
         if !bar {
-            engine
-                .progress
-                .start_seal((model.total_chunks - model.seal_cursor) as u64);
+            let chunks = (model.total_chunks - model.seal_cursor) as u64;
+            engine.progress.start_count("seal", "chunks", chunks);
             bar = true;
         }
         stalled = if last_cursor == Some(model.seal_cursor) {
@@ -443,15 +403,15 @@ pub(crate) async fn seal_rounds<T: Transport>(
             )));
         }
         last_cursor = Some(model.seal_cursor);
-        let items = plan::seals(&engine.transport().program_id(), model_address, &model);
+        let items = items::seals(&engine.transport().program_id(), model_address, &model);
         engine.timeline.planning += planning.elapsed();
         let window = engine.profile.seal_window;
-        for failure in engine.run(items, window, false).await? {
+        for failure in engine.send(items, window, false).await? {
             match curta_error(&failure.error) {
                 // Out of order after a dropped seal, or a pass that moved on: plan again.
                 Some(CurtaError::UnexpectedChunk) | Some(CurtaError::StalePass) => {}
                 _ => {
-                    let state = chain::read_model(engine.transport(), model_address)
+                    let state = accounts::read_model(engine.transport(), model_address)
                         .await?
                         .map(|(m, _)| m);
                     return match state {

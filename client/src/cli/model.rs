@@ -1,7 +1,8 @@
-//! The chain commands: publish, seal, status, verify, close, rehearse, demo.
+//! The model commands, their arguments and processing: publish, seal, status, verify, close,
+//! rehearse, demo.
 
 use super::config::{GlobalArgs, Output};
-use crate::transport::RpcTransport;
+use crate::send::transport::RpcTransport;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use curta_core::convert::MappedFile;
@@ -152,11 +153,10 @@ pub fn status(args: StatusArgs, global: GlobalArgs) -> Result<()> {
     let t = rpc(&global, &runtime)?;
     let status = runtime
         .block_on(async {
-            let format = crate::txformat::choose_noted(&t, global.tx_version())
+            let format = crate::send::format::choose_noted(&t, global.tx_version())
                 .await?
                 .format;
-            crate::status::status_in(&t, &model, artifact.as_ref().map(MappedFile::bytes), format)
-                .await
+            crate::status_in(&t, &model, artifact.as_ref().map(MappedFile::bytes), format).await
         })
         .map_err(named(args.artifact.as_deref()))?;
     print(global.output, status.to_text(), status.to_json());
@@ -205,16 +205,7 @@ pub fn close(args: CloseArgs, global: GlobalArgs) -> Result<()> {
 
 pub fn rehearse(args: RehearseArgs, global: GlobalArgs) -> Result<()> {
     let artifact = map_artifact(&args.artifact)?;
-    // With --keypair (or a keypair in the Solana CLI config) the rehearsal signs as that
-    // authority, so its model address is the one `publish` will use; no lamport is touched.
-    let authority = match &global.keypair {
-        Some(_) => Some(global.keypair()?),
-        None => global
-            .keypair_path()
-            .ok()
-            .filter(|p| p.exists())
-            .and_then(|p| super::config::read_keypair(&p).ok()),
-    };
+    let authority = global.rehearsal_keypair()?;
     let report = runtime()?
         .block_on(crate::rehearse(
             artifact.bytes(),

@@ -1,13 +1,91 @@
-//! What an operation did: the report printed as text or JSON (`--output json`).
+//! What publish, seal and rehearse did: the report printed as text or JSON (`--output json`),
+//! with the transactions counted by kind ([`Counts`]) and the model's state ([`State`]).
 
+use super::items::{write_capacity_in, CREATE, SEAL, WRITE};
 use crate::artifact::hex;
-use crate::engine::{write_capacity_in, Tally};
 use crate::error::sol;
-use crate::steps::State;
-use crate::txformat::Format;
+use crate::send::{Format, Tally};
+use curta_interface::state::ModelState;
 use serde::Serialize;
 use serde_json::Value;
 use solana_pubkey::Pubkey;
+
+/// A model's state as reports show it, `None` when there is no model ("absent"). It
+/// compares equal to its name (`report.state == "Sealed"`) and serializes as it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct State(pub Option<ModelState>);
+
+impl State {
+    pub fn as_str(&self) -> &'static str {
+        match self.0 {
+            None => "absent",
+            Some(ModelState::Open) => "Open",
+            Some(ModelState::Sealing) => "Sealing",
+            Some(ModelState::Mismatch) => "Mismatch",
+            Some(ModelState::Sealed) => "Sealed",
+        }
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for State {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
+}
+
+impl serde::Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A model operation's transactions: what landed by kind, the fees, the Writes' bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub create: u64,
+    pub write: u64,
+    pub seal: u64,
+    /// Reopen and Close.
+    pub other: u64,
+    /// Landed with an error (the fee is charged all the same).
+    pub failed: u64,
+    pub fees: u64,
+    pub write_bytes_min: Option<usize>,
+    pub write_bytes_max: usize,
+    pub bytes_written: u64,
+    /// Signings that never landed (dropped, or their blockhash expired) and were re-signed.
+    pub resigned: u64,
+}
+
+impl Counts {
+    /// The counts of an engine's tally, by the labels of a model's items.
+    pub fn of(tally: &Tally) -> Counts {
+        let (create, write, seal) = (tally.of(CREATE), tally.of(WRITE), tally.of(SEAL));
+        Counts {
+            create,
+            write,
+            seal,
+            other: tally.landed() - tally.failed - create - write - seal,
+            failed: tally.failed,
+            fees: tally.fees,
+            write_bytes_min: tally.bytes_min,
+            write_bytes_max: tally.bytes_max,
+            bytes_written: tally.bytes,
+            resigned: tally.resigned,
+        }
+    }
+
+    /// Every transaction that landed, failed ones included.
+    pub fn landed(&self) -> u64 {
+        self.create + self.write + self.seal + self.other + self.failed
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -20,7 +98,7 @@ pub struct Report {
     pub state: State,
     pub sections: usize,
     pub artifact_bytes: u64,
-    pub tally: Tally,
+    pub counts: Counts,
     /// Rent moved into accounts by this run (measured on chain: held after - held before).
     pub rent: u64,
     /// Rent the model and its weight accounts hold now.
@@ -38,12 +116,12 @@ pub struct Report {
 
 impl Report {
     pub fn transactions(&self) -> u64 {
-        self.tally.landed()
+        self.counts.landed()
     }
 
     /// The `--output json` document (keys in docs/client.md).
     pub fn to_json(&self) -> Value {
-        let t = &self.tally;
+        let t = &self.counts;
         serde_json::to_value(ReportJson {
             command: self.command,
             cluster: &self.cluster,
@@ -86,14 +164,14 @@ impl Report {
 
     fn tps(&self) -> f64 {
         if self.seconds > 0.0 {
-            self.tally.landed() as f64 / self.seconds
+            self.counts.landed() as f64 / self.seconds
         } else {
             0.0
         }
     }
 
     pub fn to_text(&self) -> String {
-        let t = &self.tally;
+        let t = &self.counts;
         let mut s = String::new();
         s += &format!("{} on {}\n", self.command, self.cluster);
         s += &format!("model:          {}\n", self.model);

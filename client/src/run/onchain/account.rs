@@ -2,10 +2,10 @@
 //! run holds yet; the runner's runs of a model (`client runs`) and closing one
 //! (`client close-run`).
 
-use crate::engine::{Engine, Item, Kind};
-use crate::progress::Progress as Bars;
-use crate::transport::Transport;
-use crate::txformat::TxVersion;
+use super::items::close_run_item;
+use crate::send::format::TxVersion;
+use crate::send::transport::Transport;
+use crate::send::{Engine, Progress as Bars};
 use crate::Error;
 use curta_core::infer::state::field;
 use curta_core::le::u32_at;
@@ -161,7 +161,7 @@ pub struct ClosedRun {
     pub balance_before: u64,
     pub balance_after: u64,
     /// The format the CloseRun went in.
-    pub tx_version: crate::txformat::Format,
+    pub tx_version: crate::send::format::Format,
 }
 
 /// Which run to close: its address (a started run names its model and nonce), or the model
@@ -238,12 +238,14 @@ pub async fn close_run_in<T: Transport>(
         }
     };
     let balance_before = t.balance(&me).await?;
-    let format = crate::txformat::choose_noted(t, tx_version).await?.format;
+    let format = crate::send::format::choose_noted(t, tx_version)
+        .await?
+        .format;
     let mut engine =
         Engine::new(t, runner, compute_unit_price, Some(1), Bars::hidden()).with_format(format);
-    let item = Item::model(Kind::CloseRun, vec![instruction]);
-    let fee = engine.fee(Kind::CloseRun, &item.instructions).await?;
-    engine.run_one(item, "close run").await?;
+    let item = close_run_item(instruction);
+    let fee = engine.fee(&item).await?;
+    engine.send_one(item, "close run").await?;
     if !matches!(read_run(t, &address).await?, Found::Nothing) {
         return Err(refuse("still exists after CloseRun landed".into()));
     }

@@ -4,15 +4,10 @@
 //! step requests; three blocks' worth keep the run account busy while the client waits for
 //! confirmations ([`BLOCKS_IN_FLIGHT`]).
 
-use crate::transport::Transport;
+use super::items::STEP_UNITS;
+use crate::send::transport::Transport;
 use crate::Error;
 use solana_pubkey::Pubkey;
-
-/// The compute units each step transaction requests: the program keeps every step under
-/// 1,200,000 (the `compute_units` tests assert it; scripts/bench-cu measured at most
-/// 1,186,157), so 1,250,000 leaves room and packs more steps into a block than the
-/// transaction maximum of 1,400,000 would.
-pub const STEP_UNITS: u32 = 1_250_000;
 
 /// What a step transaction costs the block beside its execution: a signature (720), two write
 /// locks (the run and the fee payer, 300 each), its data and the loaded accounts (8 units a
@@ -75,11 +70,9 @@ pub async fn account_limit<T: Transport>(t: &T, flag: Option<u64>) -> Result<Acc
 }
 
 /// Blocks' worth of steps kept in flight: one block's worth landing, one landed and being
-/// confirmed (the client refills the window as steps are confirmed, about two slots after
-/// they were sent), one waiting at the leader. With one block's worth the run account sat
-/// idle while the window refilled: stories260K's 64 tokens took 5 to 6 slots on the local
-/// validator (38% to 45% of the per-account limit); with three, 3 slots, the fewest its
-/// 90M units can take at 40M a block (docs/program.md, "What bounds a token on a cluster").
+/// confirmed (the client refills the window as steps are confirmed), one waiting at the
+/// leader, so that the run account does not sit idle while the window refills
+/// (docs/client.md, "Compute-unit limits").
 pub const BLOCKS_IN_FLIGHT: u64 = 3;
 
 /// Steps in flight for a per-account limit: [`BLOCKS_IN_FLIGHT`] times what a block gives the

@@ -3,10 +3,10 @@
 //! ProgramData account, whose bytes after the 45-byte header (state tag, deployment slot,
 //! optional upgrade authority) are the ELF, zero-padded; for the BPF loaders v1 and v2 the
 //! program account holds the ELF itself. Both sides are hashed without trailing zero bytes
-//! ([`crate::transport::program_so::program_hash`]).
+//! ([`program_hash`]).
 
 use crate::artifact::hex;
-use crate::transport::{program_hash, program_so::sbpf_version, ProgramSo, Transport};
+use crate::send::transport::{program_hash, program_so::sbpf_version, ProgramSo, Transport};
 use crate::Error;
 use solana_pubkey::Pubkey;
 
@@ -150,71 +150,7 @@ pub async fn verify_program<T: Transport>(
     let bad = |address: Pubkey, problem: String| Error::BadProgramAccount { address, problem };
     let (loader, executable_account, slot, authority, elf) = if program.owner == UPGRADEABLE_LOADER
     {
-        let data = &program.data;
-        if data.len() < PROGRAM_LEN
-            || u32::from_le_bytes(data[..4].try_into().unwrap()) != PROGRAM_TAG
-        {
-            return Err(bad(
-                *program_id,
-                format!(
-                    "owned by the upgradeable loader but not a Program account ({} bytes, {}; expected {PROGRAM_LEN} bytes, state tag {PROGRAM_TAG})",
-                    data.len(),
-                    state_tag(data)
-                ),
-            ));
-        }
-        let programdata = Pubkey::new_from_array(data[4..36].try_into().unwrap());
-        let account = t
-            .get_accounts(&[programdata])
-            .await?
-            .pop()
-            .flatten()
-            .ok_or_else(|| {
-                bad(
-                    programdata,
-                    format!("the ProgramData account of program {program_id} does not exist"),
-                )
-            })?;
-        let data = account.data;
-        if account.owner != UPGRADEABLE_LOADER {
-            return Err(bad(
-                programdata,
-                format!(
-                    "the ProgramData account of program {program_id} is owned by {}, not the upgradeable loader",
-                    account.owner
-                ),
-            ));
-        }
-        if data.len() < PROGRAMDATA_HEADER_LEN
-            || u32::from_le_bytes(data[..4].try_into().unwrap()) != PROGRAMDATA_TAG
-        {
-            return Err(bad(
-                programdata,
-                format!(
-                    "not a ProgramData account ({} bytes, {}; expected at least {PROGRAMDATA_HEADER_LEN} bytes, state tag {PROGRAMDATA_TAG})",
-                    data.len(),
-                    state_tag(&data)
-                ),
-            ));
-        }
-        let slot = u64::from_le_bytes(data[4..12].try_into().unwrap());
-        let authority = match data[12] {
-            0 => None,
-            1 => Some(Pubkey::new_from_array(data[13..45].try_into().unwrap())),
-            other => {
-                return Err(bad(
-                    programdata,
-                    format!("upgrade authority option tag {other} at byte 12 (expected 0 or 1)"),
-                ))
-            }
-        };
-        (
-            "upgradeable loader",
-            programdata,
-            Some(slot),
-            authority,
-            data[PROGRAMDATA_HEADER_LEN..].to_vec(),
-        )
+        upgradeable(t, program_id, &program).await?
     } else if program.owner == BPF_LOADER || program.owner == BPF_LOADER_DEPRECATED {
         let loader = if program.owner == BPF_LOADER {
             "BPF loader v2"
@@ -245,3 +181,81 @@ pub async fn verify_program<T: Transport>(
         local_hash: local.program_hash(),
     })
 }
+
+/// What the upgradeable loader's program account `program` names: its ProgramData account,
+/// read and checked, and the deployment slot, the upgrade authority and the ELF it holds.
+async fn upgradeable<T: Transport>(
+    t: &T,
+    program_id: &Pubkey,
+    program: &solana_account::Account,
+) -> Result<Deployed, Error> {
+    let bad = |address: Pubkey, problem: String| Error::BadProgramAccount { address, problem };
+    let data = &program.data;
+    if data.len() < PROGRAM_LEN || u32::from_le_bytes(data[..4].try_into().unwrap()) != PROGRAM_TAG
+    {
+        return Err(bad(
+            *program_id,
+            format!(
+                "owned by the upgradeable loader but not a Program account ({} bytes, {}; expected {PROGRAM_LEN} bytes, state tag {PROGRAM_TAG})",
+                data.len(),
+                state_tag(data)
+            ),
+        ));
+    }
+    let programdata = Pubkey::new_from_array(data[4..36].try_into().unwrap());
+    let account = t
+        .get_accounts(&[programdata])
+        .await?
+        .pop()
+        .flatten()
+        .ok_or_else(|| {
+            bad(
+                programdata,
+                format!("the ProgramData account of program {program_id} does not exist"),
+            )
+        })?;
+    let data = account.data;
+    if account.owner != UPGRADEABLE_LOADER {
+        return Err(bad(
+            programdata,
+            format!(
+                "the ProgramData account of program {program_id} is owned by {}, not the upgradeable loader",
+                account.owner
+            ),
+        ));
+    }
+    if data.len() < PROGRAMDATA_HEADER_LEN
+        || u32::from_le_bytes(data[..4].try_into().unwrap()) != PROGRAMDATA_TAG
+    {
+        return Err(bad(
+            programdata,
+            format!(
+                "not a ProgramData account ({} bytes, {}; expected at least {PROGRAMDATA_HEADER_LEN} bytes, state tag {PROGRAMDATA_TAG})",
+                data.len(),
+                state_tag(&data)
+            ),
+        ));
+    }
+    let slot = u64::from_le_bytes(data[4..12].try_into().unwrap());
+    let authority = match data[12] {
+        0 => None,
+        1 => Some(Pubkey::new_from_array(data[13..45].try_into().unwrap())),
+        other => {
+            return Err(bad(
+                programdata,
+                format!("upgrade authority option tag {other} at byte 12 (expected 0 or 1)"),
+            ))
+        }
+    };
+    Ok((
+        "upgradeable loader",
+        programdata,
+        Some(slot),
+        authority,
+        data[PROGRAMDATA_HEADER_LEN..].to_vec(),
+    ))
+}
+
+/// The loader's name, the account that holds the executable, the deployment slot and upgrade
+/// authority (upgradeable loader only), and the ELF.
+type Deployed = (&'static str, Pubkey, Option<u64>, Option<Pubkey>, Vec<u8>);

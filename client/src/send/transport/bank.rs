@@ -169,7 +169,7 @@ impl BankTransport {
     }
 
     /// [`BankTransport::start`] with the runtime features `inactive` deactivated (program-test
-    /// activates every feature it knows): e.g. [`crate::txformat::FEATURE_TX_V1`] for a
+    /// activates every feature it knows): e.g. [`crate::send::format::FEATURE_TX_V1`] for a
     /// cluster that refuses version 1 transactions.
     pub async fn start_without(funded: &[(Pubkey, u64)], inactive: &[Pubkey]) -> BankTransport {
         BankTransport::try_start_without(funded, curta_interface::id(), inactive)

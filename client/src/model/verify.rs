@@ -1,11 +1,12 @@
 //! `verify`: compare the weight accounts with the artifact byte for byte, and recompute the
 //! weights hash off chain from the on-chain bytes.
 
+use super::accounts;
+use super::items::differing_bytes;
+use super::plan::check_model;
+use super::report::State;
 use crate::artifact::{hex, LocalArtifact};
-use crate::chain;
-use crate::plan::differing_bytes;
-use crate::steps::{check_model, State};
-use crate::transport::Transport;
+use crate::send::transport::Transport;
 use crate::Error;
 use solana_pubkey::Pubkey;
 
@@ -92,9 +93,9 @@ pub async fn verify<T: Transport>(
     file: &[u8],
 ) -> Result<Verification, Error> {
     let artifact = LocalArtifact::decode(file)?;
-    let model = chain::existing_model(t, model_address).await?;
+    let model = accounts::existing_model(t, model_address).await?;
     check_model(model_address, &model, &artifact)?;
-    let chain = chain::read(t, model_address, &model.authority, model.sections()).await?;
+    let chain = accounts::read(t, model_address, &model.authority, model.sections()).await?;
     let sections = chain
         .weights
         .iter()

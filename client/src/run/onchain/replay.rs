@@ -3,10 +3,10 @@
 //! the sealed model's accounts, compared byte for byte with what the chain holds.
 
 use super::account::{read_run, Found};
-use super::plan::{follow_encoding, generated, plan, Shadow};
-use super::source_name;
-use crate::run::{fetch_sealed, FetchError};
-use crate::transport::Transport;
+use super::expected::{expected, follow_encoding, generated, Shadow};
+use super::request::source_name;
+use crate::model::{fetch_sealed, FetchError};
+use crate::send::transport::Transport;
 use crate::Error;
 use curta_core::infer::state::field;
 use curta_core::infer::{encode, Encoding, Model, Run, RunError, Settings};
@@ -113,27 +113,7 @@ impl Replay {
 /// Reads the run at `address`, recomputes it from its fields and the sealed model, and
 /// compares.
 pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, ReplayError> {
-    let not_a_run = |problem: &str| ReplayError::NotARun {
-        address: *address,
-        problem: problem.into(),
-    };
-    let header = match read_run(t, address).await? {
-        Found::Run(header, _, _) => header,
-        Found::Nothing => return Err(not_a_run("no account there")),
-        Found::Funded(_) => return Err(not_a_run("lamports and no data: no run")),
-        Found::Unstarted { .. } => return Err(not_a_run("its StartRun never landed: no run")),
-        Found::Foreign { owner, .. } if owner == t.program_id() => {
-            return Err(not_a_run(&format!(
-                "an account of program {owner} that is not a run (magic CURTARUN, layout version 2, lengths)"
-            )))
-        }
-        Found::Foreign { owner, .. } => {
-            return Err(not_a_run(&format!(
-                "owned by {owner}, not a run of program {}",
-                t.program_id()
-            )))
-        }
-    };
+    let header = read_header(t, address).await?;
     let (file, _) = fetch_sealed(t, &header.model).await?;
     let artifact = curta_core::decode(&file).map_err(Error::Artifact)?;
     let model = Model::from_artifact(&artifact).map_err(|error| ReplayError::State {
@@ -160,14 +140,14 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
     let settings = Settings {
         temperature: header.temperature,
         top_p: header.top_p,
-        // Not drawn yet: nothing was sampled, and the plan's start is the chain's (RNG 0).
+        // Not drawn yet: nothing was sampled, and the expected start is the chain's (RNG 0).
         seed: match (drawn, header.seed) {
             (true, 0) => 1,
             (_, seed) => seed,
         },
     };
     let mut offline =
-        plan(&artifact, &prompt, steps, settings, MAX_STEP_BUDGET).map_err(state_error)?;
+        expected(&artifact, &prompt, steps, settings, MAX_STEP_BUDGET).map_err(state_error)?;
     if drawn && header.seed == 0 {
         offline.start[field::RNG..][..8].fill(0);
     }
@@ -181,26 +161,7 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
     let mut shadow = Shadow::new(&model, offline.start.clone());
     let state = shadow.follow(&header.state);
 
-    let seed_derivation_agrees = (drawn && header.seed != 0).then(|| {
-        drawn_seed(
-            header.runner_seed,
-            address,
-            header.seed_slot,
-            &header.slot_hash,
-        ) == header.seed
-            && header.seed_slot == header.start_slot
-    });
-    let slot_hash_agrees = match drawn && header.seed != 0 {
-        false => None,
-        true => {
-            let sysvar = curta_interface::instruction::SLOT_HASHES;
-            let data = t.get_accounts(&[sysvar]).await?.remove(0).map(|a| a.data);
-            match data.map(|d| find_slot_hash(&d, header.seed_slot)) {
-                Some(SlotHashLookup::Found(hash)) => Some(hash == header.slot_hash),
-                _ => None,
-            }
-        }
-    };
+    let (seed_derivation_agrees, slot_hash_agrees) = seed_checks(t, address, &header).await?;
     Ok(Replay {
         status,
         seed_derivation_agrees,
@@ -214,6 +175,54 @@ pub async fn replay<T: Transport>(t: &T, address: &Pubkey) -> Result<Replay, Rep
         offline_text,
         ..Replay::of_header(address, &header)
     })
+}
+
+/// The run at `address`, or why there is none.
+async fn read_header<T: Transport>(t: &T, address: &Pubkey) -> Result<Box<RunHeader>, ReplayError> {
+    let not_a_run = |problem: &str| ReplayError::NotARun {
+        address: *address,
+        problem: problem.into(),
+    };
+    match read_run(t, address).await? {
+        Found::Run(header, _, _) => Ok(header),
+        Found::Nothing => Err(not_a_run("no account there")),
+        Found::Funded(_) => Err(not_a_run("lamports and no data: no run")),
+        Found::Unstarted { .. } => Err(not_a_run("its StartRun never landed: no run")),
+        Found::Foreign { owner, .. } if owner == t.program_id() => Err(not_a_run(&format!(
+            "an account of program {owner} that is not a run (magic CURTARUN, layout version 2, lengths)"
+        ))),
+        Found::Foreign { owner, .. } => Err(not_a_run(&format!(
+            "owned by {owner}, not a run of program {}",
+            t.program_id()
+        ))),
+    }
+}
+
+/// A drawn seed's checks (None for other sources, or a seed not drawn yet): whether SHA-256
+/// of the header's fields gives its seed, and whether the cluster's SlotHashes holds the
+/// seed's slot with the header's hash (None once the slot has left it).
+async fn seed_checks<T: Transport>(
+    t: &T,
+    address: &Pubkey,
+    header: &RunHeader,
+) -> Result<(Option<bool>, Option<bool>), Error> {
+    if header.seed_source != SeedSource::Drawn || header.seed == 0 {
+        return Ok((None, None));
+    }
+    let derived = drawn_seed(
+        header.runner_seed,
+        address,
+        header.seed_slot,
+        &header.slot_hash,
+    ) == header.seed
+        && header.seed_slot == header.start_slot;
+    let sysvar = curta_interface::instruction::SLOT_HASHES;
+    let data = t.get_accounts(&[sysvar]).await?.remove(0).map(|a| a.data);
+    let slot_hash = match data.map(|d| find_slot_hash(&d, header.seed_slot)) {
+        Some(SlotHashLookup::Found(hash)) => Some(hash == header.slot_hash),
+        _ => None,
+    };
+    Ok((Some(derived), slot_hash))
 }
 
 /// A run still tokenizing its text prompt: its encoding against curta-core's at the point the

@@ -1,116 +1,13 @@
-//! Running a model off chain: from a local artifact, or from a sealed model read from a
-//! cluster and checked against its declared hash; generation with streamed pieces, and
-//! teacher-forced scoring (perplexity). The arithmetic is curta-core's (docs/inference.md).
+//! Running a model off chain, from a local artifact or a sealed model read from a cluster
+//! (`model::sealed`): generation with streamed pieces, and teacher-forced scoring
+//! (perplexity). The arithmetic is curta-core's (docs/inference.md).
 
 use crate::artifact::hex;
-use crate::chain;
-use crate::steps::State;
-use crate::transport::Transport;
-use crate::Error;
 use curta_core::infer::{
-    decode, encode, state_len, Model, Piece, Progress, Run, RunError, Settings, Status,
+    decode, state_len, Model, Piece, Progress, Run, RunError, Settings, Status,
 };
 use curta_core::Artifact;
-use curta_interface::state::{model_address, ModelState};
-use solana_pubkey::Pubkey;
 use std::time::Instant;
-
-/// Why a model on chain cannot be run.
-#[derive(Debug, thiserror::Error)]
-pub enum FetchError {
-    #[error(transparent)]
-    Client(#[from] Error),
-    #[error("model {model} is {state}, not Sealed: only a sealed model runs (finish it with `client seal`)")]
-    NotSealed { model: Pubkey, state: State },
-    #[error("model {model} is not the model address of its authority {authority} and declared hash {hash} (that is {expected})")]
-    NotItsAddress {
-        model: Pubkey,
-        authority: Pubkey,
-        hash: String,
-        expected: Pubkey,
-    },
-    #[error("model {model}: section {section}'s weight account {address} holds no section")]
-    MissingSection {
-        model: Pubkey,
-        section: usize,
-        address: Pubkey,
-    },
-    #[error(
-        "model {model}: its weight accounts hash to {computed}, not to the declared {declared}"
-    )]
-    HashDiffers {
-        model: Pubkey,
-        declared: String,
-        computed: String,
-    },
-}
-
-/// A sealed model's artifact, read from its weight accounts: the sections one after another
-/// (the file they were published from), whose weights hash was recomputed and equals the
-/// declared one; and that hash.
-pub async fn fetch_sealed<T: Transport>(
-    t: &T,
-    address: &Pubkey,
-) -> Result<(Vec<u8>, [u8; 32]), FetchError> {
-    let model = chain::existing_model(t, address).await?;
-    if model.state != ModelState::Sealed {
-        return Err(FetchError::NotSealed {
-            model: *address,
-            state: State(Some(model.state)),
-        });
-    }
-    let (expected, _) = model_address(&t.program_id(), &model.authority, &model.weights_hash);
-    if expected != *address {
-        return Err(FetchError::NotItsAddress {
-            model: *address,
-            authority: model.authority,
-            hash: hex(&model.weights_hash),
-            expected,
-        });
-    }
-    let onchain = chain::read(t, address, &model.authority, model.sections()).await?;
-    let mut file = Vec::new();
-    for (section, w) in onchain.weights.iter().enumerate() {
-        let bytes = w.bytes().ok_or(FetchError::MissingSection {
-            model: *address,
-            section,
-            address: w.address,
-        })?;
-        file.extend_from_slice(bytes);
-    }
-    let sections = onchain.weights.iter().filter_map(|w| w.bytes());
-    let computed = curta_core::weights_hash(sections);
-    if computed != model.weights_hash {
-        return Err(FetchError::HashDiffers {
-            model: *address,
-            declared: hex(&model.weights_hash),
-            computed: hex(&computed),
-        });
-    }
-    Ok((file, model.weights_hash))
-}
-
-/// The prompt: text (tokenized from section zero) or token ids.
-#[derive(Clone, Debug)]
-pub enum Prompt {
-    Text(Vec<u8>),
-    Tokens(Vec<u32>),
-}
-
-impl Prompt {
-    /// The prompt's tokens (a text starts with token 1 and its space prefix).
-    pub fn tokens(&self, artifact: &Artifact) -> Result<Vec<u32>, RunError> {
-        match self {
-            Prompt::Tokens(t) => Ok(t.clone()),
-            Prompt::Text(text) => {
-                let mut out = vec![0; text.len() + 2];
-                let n = encode(artifact.metadata(), text, &mut out)?;
-                out.truncate(n);
-                Ok(out)
-            }
-        }
-    }
-}
 
 /// What a generation produced.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -142,8 +39,8 @@ pub fn generate(
     let model = Model::from_artifact(artifact)?;
     let meta = model.metadata();
     let mut state = vec![0u8; state_len(&model.config())];
-    // The kernel set's one-time known-answer check (about 0.3 ms, a fiftieth of a stories260K
-    // run of 256 tokens) runs before the clock starts, as the other engines' setup does.
+    // The kernel set's one-time known-answer check runs before the clock starts, as the other
+    // engines' setup does.
     curta_core::infer::Path::detect();
     let start = Instant::now();
     let mut run = Run::start(&mut state, &model, prompt, steps, settings)?.with_threads(threads);

@@ -1,7 +1,7 @@
 //! Reading a model and its weight accounts from the chain, checked against the program's
-//! layouts. Everything the client does is planned from this, never from a local journal.
+//! layouts. Every model operation plans from this, never from a local journal.
 
-use crate::transport::Transport;
+use crate::send::transport::Transport;
 use crate::Error;
 use curta_interface::state::{weight_address, Model, WeightHeader, MODEL_LEN, WEIGHT_HEADER_LEN};
 use solana_account::Account;

@@ -1,13 +1,13 @@
 //! `publish`: create what is missing, write what differs, optionally seal. Every round plans
 //! from the chain, so running it again after any interruption finishes the job.
 
+use super::accounts;
+use super::items::write_capacity_in;
+use super::plan::{check_funds, check_model, rent_table, Plan};
+use super::report::{Counts, Report, State};
 use crate::artifact::LocalArtifact;
-use crate::chain;
-use crate::engine::Engine;
-use crate::progress::Progress;
-use crate::report::Report;
-use crate::steps::{check_funds, check_model, rent_table, Plan, State};
-use crate::transport::Transport;
+use crate::send::transport::Transport;
+use crate::send::{Engine, Progress};
 use crate::{Error, Options};
 use curta_interface::state::ModelState;
 use solana_keypair::Keypair;
@@ -36,8 +36,8 @@ pub async fn publish_artifact<T: Transport>(
 ) -> Result<Report, Error> {
     let started = Instant::now();
     let model_address = artifact.model_address(&t.program_id(), &authority.pubkey());
-    chain::require_program(t).await?;
-    let choice = crate::txformat::choose_noted(t, options.tx_version).await?;
+    accounts::require_program(t).await?;
+    let choice = crate::send::format::choose_noted(t, options.tx_version).await?;
     let mut engine = Engine::new(
         t,
         authority,
@@ -47,7 +47,7 @@ pub async fn publish_artifact<T: Transport>(
     )
     .with_format(choice.format);
     let balance_before = t.balance(&authority.pubkey()).await?;
-    let chain = chain::read(t, &model_address, &authority.pubkey(), &artifact.lengths).await?;
+    let chain = accounts::read(t, &model_address, &authority.pubkey(), &artifact.lengths).await?;
     if let Some(model) = &chain.model {
         check_model(&model_address, model, artifact)?;
     }
@@ -62,7 +62,7 @@ pub async fn publish_artifact<T: Transport>(
         seal,
         &rent,
         &|ixs| engine.transaction_len(ixs),
-        engine.write_capacity(),
+        write_capacity_in(engine.format(), engine.priced()),
     );
     if chain.model.as_ref().map(|m| m.state) != Some(ModelState::Sealed) {
         let fees = plan.fees(&mut engine).await?;
@@ -74,11 +74,11 @@ pub async fn publish_artifact<T: Transport>(
             fees,
             reserve,
         )?;
-        plan.run(&mut engine, &model_address, Some(artifact), &rent)
+        plan.send(&mut engine, &model_address, Some(artifact), &rent)
             .await?;
     }
     engine.progress.finish();
-    let chain = chain::read(t, &model_address, &authority.pubkey(), &artifact.lengths).await?;
+    let chain = accounts::read(t, &model_address, &authority.pubkey(), &artifact.lengths).await?;
     let state = chain.model.as_ref().map(|m| m.state);
     let next = match state {
         Some(ModelState::Sealed) => None,
@@ -95,7 +95,7 @@ pub async fn publish_artifact<T: Transport>(
         state: State(state),
         sections: artifact.lengths.len(),
         artifact_bytes: artifact.len(),
-        tally: engine.tally.clone(),
+        counts: Counts::of(&engine.tally),
         rent: chain.rent_held().saturating_sub(held_before),
         rent_held: chain.rent_held(),
         balance_before,

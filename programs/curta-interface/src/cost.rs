@@ -1,0 +1,119 @@
+//! The cost model of a run: the estimated compute units of a step's items (`step_cost`) and of a
+//! text prompt's encoding (`encode_cost`), which the program's StartRun and Step count against
+//! their budgets. A run's state after each step depends on it, so it is contract: a client
+//! simulates the steps with the same functions.
+
+use curta_core::infer::state::HIST_LEN;
+use curta_core::infer::{EncodeItem, Stage};
+use curta_core::Config;
+
+/// The estimated compute units of one item of `stage` at `pos` on the SBF binary, in a run of
+/// temperature `temperature` (greedy sampling costs less): what a Step's budget counts
+/// (`Run::advance_by`, through [`step_costs`]). Per stage a cost per multiply-accumulate and a
+/// cost per item, calibrated by scripts/bench-cu (docs/program.md, "Runs"); every estimate is at
+/// or above what the VM measured.
+pub fn step_cost(stage: Stage, c: &Config, pos: u32, temperature: u32) -> u64 {
+    let (d, h, v) = (c.dim as u64, c.hidden_dim as u64, c.vocab_size as u64);
+    // The temperature no longer changes an estimate: sampling is split into its stages,
+    // which a greedy run (Max alone) and a sampled run share.
+    let _ = temperature;
+    let kv = c.kv_dim() as u64;
+    let positions = pos as u64 + 1;
+    match stage {
+        Stage::Embed => 12 * d + 200,
+        Stage::AttentionNorm(_) | Stage::FeedForwardNorm(_) | Stage::FinalNorm => 32 * d + 600,
+        Stage::Query(_) => matrix(d, d),
+        Stage::Key(_) => matrix(d, kv),
+        // The row, then its word into the caches' offset binary.
+        Stage::Value(_) => matrix(d, kv) + 20,
+        Stage::Classifier => matrix(d, v),
+        Stage::Rotary(_) => 40 * (d + kv) + 200,
+        // A head of eight values takes its own position loop (`kernels::sbf::scores8`).
+        Stage::Attention(_) if c.head_size() == 8 => positions * ATTENTION_PER_POSITION_8 + 1_000,
+        Stage::Attention(_) => {
+            positions * (ATTENTION_PER_VALUE * c.head_size() as u64 + ATTENTION_PER_POSITION)
+                + 1_500
+        }
+        // Two rows (gate and up) and the gate's SiLU.
+        Stage::Hidden(_) => 2 * row(d) + (5 * d + 300) / h + 60,
+        // The row, then the residual: x_i + the product, saturated.
+        Stage::Output(_) => matrix(d, d) + 30,
+        Stage::Down(_) => matrix(h, d) + 30,
+        // Sampling, an id per item (the cut one item); the stages past Max only with a
+        // temperature.
+        Stage::Max => MAX_PER_ID,
+        Stage::Weigh => WEIGH_PER_ID,
+        Stage::Cut => CUT_PER_INDEX * HIST_LEN as u64 + 2_000,
+        Stage::Draw => DRAW_PER_ID,
+    }
+}
+
+/// One row of a matrix of `rows` rows and `columns` columns: [`row`], and the stage's own
+/// work (widening the input, about 5 units a value, and 300 more) shared by its rows.
+fn matrix(columns: u64, rows: u64) -> u64 {
+    row(columns) + (5 * columns + 300) / rows
+}
+
+/// One row product of `columns` columns (`curta_core::infer::kernels::sbf`): three rows a turn
+/// at 10 units per column and 5 per 32 columns, 55/16 units a column with the group's share;
+/// the columns past a multiple of 32 half a unit more each (turns of four), those past a
+/// multiple of 4 eight more each; and 36 for the row itself (its scale, rounding, saturation
+/// and store).
+fn row(columns: u64) -> u64 {
+    55 * columns / 16 + columns % 32 / 2 + 8 * (columns % 4) + 36
+}
+
+/// One head's attention, per position: per value of the head (a score and a value term) and
+/// per position (the score's rounding, the exponential, the weight); a head of eight values
+/// per position in all.
+const ATTENTION_PER_VALUE: u64 = 9;
+const ATTENTION_PER_POSITION: u64 = 76;
+const ATTENTION_PER_POSITION_8: u64 = 104;
+/// Sampling, per id of the vocabulary: the highest logit, the weighing, the walk to the drawn
+/// token; the cut per index of the exponential table (at worst every index).
+const MAX_PER_ID: u64 = 10;
+const WEIGH_PER_ID: u64 = 28;
+const DRAW_PER_ID: u64 = 31;
+const CUT_PER_INDEX: u64 = 17;
+
+/// The cost function of a run whose temperature is `temperature` (state byte 40): what the
+/// program passes to `Run::advance_by`, and what a client passes to simulate the steps.
+pub fn step_costs(temperature: u32) -> impl Fn(Stage, &Config, u32) -> u64 + Copy {
+    move |stage, c, pos| step_cost(stage, c, pos, temperature)
+}
+
+/// The estimated compute units of one item of a text prompt's encoding (curta-core's
+/// `Encoding`) on the SBF binary, for a tokenizer of `vocab` tokens: what StartRun's
+/// [`START_ENCODE_BUDGET`] and, while a run is encoding, a Step's budget count. A lookup is a
+/// binary search (one probe per bit of the vocabulary and one more, each a sorted id, a token's
+/// entry and a comparison of strings); a known item is a memo or cache hit; a round is a scan
+/// of the kept candidates (per pair: an id, and a key where there is a candidate) and its merge
+/// (three `sol_memmove_` of the words past it). Upper bounds of what the VM measured on the
+/// 733-byte English text and llama2.c's 32,000-token tokenizer (test
+/// `runs::encode_cost_covers_what_the_vm_measures`): a lone round took 17 units a pair (every
+/// pair with a candidate, the worst case) and about 3,000 of its own with the step's checks, a
+/// step's mix about 8 a pair; lookups 600 to 1,000. So a step of the full budget stays under
+/// 1,200,000 units whatever the text.
+pub fn encode_cost(item: EncodeItem, vocab: u32) -> u64 {
+    match item {
+        EncodeItem::Lookup => LOOKUP_PER_PROBE * (33 - vocab.leading_zeros()) as u64 + LOOKUP_BASE,
+        EncodeItem::Known => KNOWN,
+        EncodeItem::Scan(pairs) => SCAN_PER_PAIR * pairs as u64 + SCAN_BASE,
+    }
+}
+
+const LOOKUP_PER_PROBE: u64 = 60;
+const LOOKUP_BASE: u64 = 400;
+const KNOWN: u64 = 90;
+const SCAN_PER_PAIR: u64 = 18;
+const SCAN_BASE: u64 = 2_500;
+
+/// The encoding StartRun does itself, in [`encode_cost`]'s units: with the checks, the run
+/// address's derivation and `Run::start` a StartRun stays under 1,200,000 units; what is left
+/// of the encoding is continued by the first Steps.
+pub const START_ENCODE_BUDGET: u64 = 1_000_000;
+
+/// [`encode_cost`] as `Encoding::advance` takes it.
+pub fn encode_costs() -> impl Fn(EncodeItem, u32) -> u64 + Copy {
+    encode_cost
+}
