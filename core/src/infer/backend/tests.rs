@@ -12,12 +12,12 @@ use crate::infer::next_random;
 use std::format;
 use std::vec::Vec;
 
-/// The program's head (its assembly's Rust stand-in, `kernels/sbf_stand_in.rs`) and every off-chain kernel set's head this machine runs (portable,
-/// AVX2, AVX-512) give the same bytes (outputs and the att scratch) and sum: seeded random
-/// caches at the ends of the value range, head sizes 1 to 64 (whole groups of four and
-/// remainders), grouped key heads, up to 300 positions, an exponential table whose entries
-/// use all 32 bits and one that starts at 2^30 as the artifact's does (where a single
-/// position makes R = 2^32), and scales (header byte 68) below 2^24 and from 2^31 on.
+/// The program's head (its assembly's Rust stand-in, `kernels/sbf_stand_in.rs`) and every off-chain
+/// kernel set's head this machine runs (portable, AVX2, AVX-512) give the same bytes (outputs and
+/// the att scratch) and sum: seeded random caches at the ends of the value range, head sizes 1 to
+/// 64 (whole groups of four and remainders), grouped key heads, up to 300 positions, an exponential
+/// table whose entries use all 32 bits and one that starts at 2^30 as the artifact's does (where a
+/// single position makes R = 2^32), and scales (header byte 68) below 2^24 and from 2^31 on.
 #[test]
 fn the_programs_head_is_the_portable_head() {
     let mut seed = 0x2545_F491_4F6C_DD1Du64;

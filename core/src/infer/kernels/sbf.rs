@@ -9,8 +9,8 @@
 //! in i64 (|Σ| ≤ 2,048 × 255 × 2^27 < 2^47), so they are the integers of every other path
 //! whatever the order of the additions.
 //!
-//! Below them the attention head's loops (`backend::sbf::attention_head_rows`), in assembly for the
-//! same reason: the weighted values four outputs a turn ([`weighted4`]), a score's dot
+//! Below them the attention head's loops (`backend::sbf::attention_head_rows`), in assembly
+//! for the same reason: the weighted values four outputs a turn ([`weighted4`]), a score's dot
 //! ([`dot_i32`]), a head of eight values' whole score loop ([`scores8`]), the softmax's
 //! exponentials ([`exponentials`]) and weights ([`weights`]). The caches hold v + 2^31
 //! (`state::CACHE_OFFSET`), which SBF's zero-extending word load reads as it is.
@@ -214,7 +214,8 @@ pub unsafe fn dot1(a: *const u8, x: *const i64, n: usize) -> i64 {
     sa
 }
 
-/// Σ_k a_k × x_k, Σ_k b_k × x_k over `n` columns: two rows' stored bytes against the widened input `x`.
+/// Σ_k a_k × x_k, Σ_k b_k × x_k over `n` columns: two rows' stored bytes against the widened input
+/// `x`.
 ///
 /// # Safety
 /// Each row readable for `n` bytes, `x` for `n` values (8-byte aligned).
@@ -275,7 +276,8 @@ pub unsafe fn dot2(a: *const u8, b: *const u8, x: *const i64, n: usize) -> (i64,
     (sa, sb)
 }
 
-/// Σ_k a_k × x_k, Σ_k b_k × x_k, Σ_k c_k × x_k over `n` columns: three rows' stored bytes against the widened input `x`.
+/// Σ_k a_k × x_k, Σ_k b_k × x_k, Σ_k c_k × x_k over `n` columns: three rows' stored bytes against
+/// the widened input `x`.
 ///
 /// # Safety
 /// Each row readable for `n` bytes, `x` for `n` values (8-byte aligned).
@@ -574,9 +576,9 @@ pub unsafe fn scores8(
 
 /// The softmax's exponentials over `n` (at least 1) scores at `att`, written over them:
 /// e_t = exp[min(round((max − score_t) / 2^8), TABLE_LAST)]; returns Σ e. Each score is
-/// loaded as score − 2^31 (its bits XORed with the sign-extended 0xFFFF_FFFF_8000_0000), so max + 128 − 2^31 less it is
-/// max − score + 128 (at least 128: `max` is the scores' maximum). 13 instructions a
-/// position (LLVM: 20).
+/// loaded as score − 2^31 (its bits XORed with the sign-extended 0xFFFF_FFFF_8000_0000), so max +
+/// 128 − 2^31 less it is max − score + 128 (at least 128: `max` is the scores' maximum). 13
+/// instructions a position (LLVM: 20).
 ///
 /// # Safety
 /// `n` i32s at `att` (4-byte aligned, writable), each at most `max`; `exp` readable for
