@@ -198,21 +198,18 @@ impl Run<'_> {
                 let input = input(r.xb, xb_sum, scratch);
                 write_rows(&m, rows, &input, r.q, Write::Set);
             }
-            Stage::Key(layer) | Stage::Value(layer) => {
-                let (kind, cache) = match stage {
-                    Stage::Key(_) => (MatrixKind::Key, r.keys),
-                    _ => (MatrixKind::Value, r.values),
-                };
-                let m = matrix(layer, kind)?;
+            Stage::Key(layer) => {
+                let m = matrix(layer, MatrixKind::Key)?;
                 let input = Target::reuse(r.xb, xb_sum, scratch);
-                let out = &mut cache[layout.cache_row(layer, pos)];
+                let out = &mut r.keys[layout.cache_row(layer, pos)];
+                write_rows(&m, rows, &input, out, Write::Set);
+            }
+            Stage::Value(layer) => {
+                let m = matrix(layer, MatrixKind::Value)?;
+                let input = Target::reuse(r.xb, xb_sum, scratch);
+                let out = &mut r.values[layout.cache_row(layer, pos)];
                 write_rows(&m, rows.clone(), &input, out, Write::Set);
-                // The value row into the caches' offset binary here, the key row once the
-                // rotary stage has rotated it. (Not a kind of `Write`: one more in the row
-                // kernels' loop cost native runs 5%.)
-                if matches!(stage, Stage::Value(_)) {
-                    offset_binary(out, rows);
-                }
+                offset_binary(out, rows);
             }
             Stage::Rotary(layer) => {
                 rotary(r.q, &mut r.keys[layout.cache_row(layer, pos)], meta, pos)
@@ -227,17 +224,14 @@ impl Run<'_> {
                 );
                 put_u64(header, field::XB_SUM, (start + sum) as u64);
             }
-            Stage::Output(layer) | Stage::Down(layer) => {
-                let (m, input) = match stage {
-                    Stage::Output(_) => (
-                        matrix(layer, MatrixKind::AttentionOutput)?,
-                        input(r.xb, xb_sum, scratch),
-                    ),
-                    _ => (
-                        matrix(layer, MatrixKind::FeedForwardDown)?,
-                        input(r.hb, hb_sum, scratch),
-                    ),
-                };
+            Stage::Output(layer) => {
+                let m = matrix(layer, MatrixKind::AttentionOutput)?;
+                let input = input(r.xb, xb_sum, scratch);
+                write_rows(&m, rows, &input, r.x, Write::Add);
+            }
+            Stage::Down(layer) => {
+                let m = matrix(layer, MatrixKind::FeedForwardDown)?;
+                let input = input(r.hb, hb_sum, scratch);
                 write_rows(&m, rows, &input, r.x, Write::Add);
             }
             Stage::Hidden(layer) => {
@@ -296,7 +290,9 @@ fn token_at(tokens: &[u8], pos: u32, vocab: u32) -> Result<u32, RunError> {
     Ok(token)
 }
 
-/// Words `range` of a cache row into the caches' offset binary ([`CACHE_OFFSET`]).
+/// Words `range` of a cache row into the caches' offset binary ([`CACHE_OFFSET`]): the value
+/// row at the value stage, the key row once the rotary stage has rotated it. (Not a kind of
+/// `Write`: one more in the row kernels' loop cost native runs 5%.)
 #[inline(always)]
 fn offset_binary(row: &mut [u8], range: Range<usize>) {
     for i in range {
