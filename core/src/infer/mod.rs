@@ -3,11 +3,10 @@
 //! buffer. The program, the CLI and the browser all run this code, so a model gives the same
 //! tokens wherever it runs. The arithmetic is written down in docs/inference.md.
 
+mod backend;
 mod error;
 pub mod fixed;
 pub mod forward;
-#[cfg(any(target_os = "solana", test))]
-mod head;
 mod kernels;
 mod model;
 mod run;

@@ -113,6 +113,20 @@ struct Words<'a> {
 }
 
 impl<'a> Words<'a> {
+    /// The token whose text is token `a`'s then token `b`'s, joined in `pair`.
+    #[inline(always)]
+    fn lookup_pair(
+        &self,
+        a: u32,
+        b: u32,
+        pair: &mut [u8; 2 * MAX_TOKEN_LEN],
+    ) -> Result<Option<u32>, RunError> {
+        let (a, b) = (self.text(a), self.text(b));
+        pair[..a.len()].copy_from_slice(a);
+        pair[a.len()..a.len() + b.len()].copy_from_slice(b);
+        self.lookup(&pair[..a.len() + b.len()])
+    }
+
     #[inline(always)]
     fn new(meta: &Metadata<'a>) -> Words<'a> {
         Words {
@@ -235,6 +249,18 @@ pub enum EncodeItem {
     Known,
     /// A round's scan of this many kept candidates, and its merge.
     Scan(u32),
+}
+
+impl EncodeItem {
+    /// The item of a character or pair by what the memo or the cache holds for it (0: not
+    /// looked up yet).
+    #[inline(always)]
+    fn of(held: u32) -> EncodeItem {
+        match held {
+            0 => EncodeItem::Lookup,
+            _ => EncodeItem::Known,
+        }
+    }
 }
 
 /// [`encode`] made resumable: its whole working state (the text, the tokens so far, each
@@ -418,30 +444,18 @@ impl<'s> Encoding<'s> {
         let mut used = 0u64;
         let mut pair = [0u8; 2 * MAX_TOKEN_LEN];
         loop {
-            let mut n = get_u32(head, enc::COUNT) as usize;
+            let n = get_u32(head, enc::COUNT) as usize;
             match get_u32(head, enc::PHASE) {
                 0 => {
                     // The space prefix, then the characters: one lookup site (on SBF each
                     // inlined lookup is code), single bytes looked up once.
                     let prefix = get_u32(head, enc::PREFIX) == 1;
-                    let start = get_u32(head, enc::CURSOR) as usize;
-                    let mut end = start + 1;
-                    while !prefix && end < len && text[end] & 0xC0 == 0x80 && end - start < 4 {
-                        end += 1;
-                    }
-                    let chars = match prefix {
-                        true => &b" "[..],
-                        false => &text[start..end],
-                    };
+                    let (chars, end) = next_chars(text, get_u32(head, enc::CURSOR), prefix);
                     let known = match chars {
                         [b] => get_u32(memo, *b as usize),
                         _ => 0,
                     };
-                    let item = match known {
-                        0 => EncodeItem::Lookup,
-                        _ => EncodeItem::Known,
-                    };
-                    if !take(&mut used, cost(item, words.vocab), budget) {
+                    if !take(&mut used, cost(EncodeItem::of(known), words.vocab), budget) {
                         return Ok(used);
                     }
                     let found = match known {
@@ -452,29 +466,11 @@ impl<'s> Encoding<'s> {
                     if let [b] = chars {
                         set_u32(memo, *b as usize, found.map_or(1, |id| id + 2));
                     }
-                    match found {
-                        Some(id) => {
-                            set_u32(out, n, id);
-                            n += 1;
-                        }
-                        None if prefix => return Err(RunError::NoSpaceToken),
-                        None => {
-                            for &b in chars {
-                                set_u32(out, n, b as u32 + BYTE_TOKENS);
-                                n += 1;
-                            }
-                        }
+                    if found.is_none() && prefix {
+                        return Err(RunError::NoSpaceToken);
                     }
-                    set_u32(head, enc::COUNT, n as u32);
-                    match prefix {
-                        true => set_u32(head, enc::PREFIX, 0),
-                        false => set_u32(head, enc::CURSOR, end as u32),
-                    }
-                    if !prefix && end >= len {
-                        set_u32(head, enc::PHASE, 1);
-                        set_u32(head, enc::NEW_START, 0);
-                        set_u32(head, enc::NEW_END, n as u32 - 1);
-                    }
+                    let n = put_tokens(out, n, found, chars);
+                    moved_past(head, n, prefix, end, len);
                 }
                 1 => {
                     let i = get_u32(head, enc::NEW_START) as usize;
@@ -482,28 +478,13 @@ impl<'s> Encoding<'s> {
                         // Pair i's candidate.
                         let (a, b) = (get_u32(out, i), get_u32(out, i + 1));
                         let tag = a << 16 | (b & 0xFFFF);
-                        let slot = match slots {
-                            0 => None,
-                            _ => Some((tag.wrapping_mul(0x9E37_79B1) >> 16) as usize & (slots - 1)),
-                        };
-                        let cached = match slot {
-                            Some(s) if get_u32(cache, 2 * s) == tag => get_u32(cache, 2 * s + 1),
-                            _ => 0,
-                        };
-                        let item = match cached {
-                            0 => EncodeItem::Lookup,
-                            _ => EncodeItem::Known,
-                        };
-                        if !take(&mut used, cost(item, words.vocab), budget) {
+                        let (slot, cached) = cached_pair(cache, slots, tag);
+                        if !take(&mut used, cost(EncodeItem::of(cached), words.vocab), budget) {
                             return Ok(used);
                         }
                         let found = match cached {
                             0 => {
-                                let a = words.text(a);
-                                let b = words.text(b);
-                                pair[..a.len()].copy_from_slice(a);
-                                pair[a.len()..a.len() + b.len()].copy_from_slice(b);
-                                let found = words.lookup(&pair[..a.len() + b.len()])?;
+                                let found = words.lookup_pair(a, b, &mut pair)?;
                                 if let Some(s) = slot {
                                     set_u32(cache, 2 * s, tag);
                                     set_u32(cache, 2 * s + 1, found.map_or(1, |id| id + 2));
@@ -529,42 +510,119 @@ impl<'s> Encoding<'s> {
                     ) {
                         return Ok(used);
                     }
-                    // The kept candidates walked by chunks (no index or bounds check per pair
-                    // on SBF), keys widened so that -1 is below every key.
-                    let (mut best_key, mut best) = (-1i64, usize::MAX);
-                    let candidates = ids[..4 * pairs].chunks_exact(4);
-                    for (i, (id, key)) in candidates
-                        .zip(keys[..4 * pairs].chunks_exact(4))
-                        .enumerate()
-                    {
-                        if word(id) != 0 {
-                            let key = word(key) as u32 as i64;
-                            if key > best_key {
-                                (best_key, best) = (key, i);
-                            }
-                        }
-                    }
-                    let i = best;
-                    if i == usize::MAX {
-                        set_u32(head, enc::PHASE, enc::DONE);
+                    if !merge_best(head, out, keys, ids, n) {
                         return Ok(used);
                     }
-                    set_u32(out, i, get_u32(ids, i) - 1);
-                    out.copy_within(4 * (i + 2)..4 * n, 4 * (i + 1));
-                    // Pairs past the merged one move down by one; the pairs on either side are
-                    // new.
-                    if i + 2 < n - 1 {
-                        keys.copy_within(4 * (i + 2)..4 * (n - 1), 4 * (i + 1));
-                        ids.copy_within(4 * (i + 2)..4 * (n - 1), 4 * (i + 1));
-                    }
-                    n -= 1;
-                    set_u32(head, enc::COUNT, n as u32);
-                    set_u32(head, enc::NEW_START, i.saturating_sub(1) as u32);
-                    set_u32(head, enc::NEW_END, (i + 1).min(n - 1) as u32);
                 }
                 _ => return Ok(used),
             }
         }
+    }
+}
+
+/// Token `found` at word `n` of `out`, or else the tokens of `chars`' bytes; returns the count
+/// of words after them.
+#[inline(always)]
+fn put_tokens(out: &mut [u8], mut n: usize, found: Option<u32>, chars: &[u8]) -> usize {
+    match found {
+        Some(id) => {
+            set_u32(out, n, id);
+            n += 1;
+        }
+        None => {
+            for &b in chars {
+                set_u32(out, n, b as u32 + BYTE_TOKENS);
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// The pairs' cache slot of `tag` (none when the cache has no slots) and what it holds for
+/// it: 0 when not cached, 1 when the pair is no token, id + 2 otherwise.
+#[inline(always)]
+fn cached_pair(cache: &[u8], slots: usize, tag: u32) -> (Option<usize>, u32) {
+    let slot = match slots {
+        0 => None,
+        _ => Some((tag.wrapping_mul(0x9E37_79B1) >> 16) as usize & (slots - 1)),
+    };
+    let cached = match slot {
+        Some(s) if get_u32(cache, 2 * s) == tag => get_u32(cache, 2 * s + 1),
+        _ => 0,
+    };
+    (slot, cached)
+}
+
+/// A round of the merges: the highest key among the `n` − 1 kept candidates, the leftmost
+/// among equals, merged into its pair's first token; false (the encoding done) when no pair is
+/// a token.
+#[inline(always)]
+fn merge_best(head: &mut [u8], out: &mut [u8], keys: &mut [u8], ids: &mut [u8], n: usize) -> bool {
+    let pairs = n.saturating_sub(1);
+    // The kept candidates walked by chunks (no index or bounds check per pair
+    // on SBF), keys widened so that -1 is below every key.
+    let (mut best_key, mut best) = (-1i64, usize::MAX);
+    let candidates = ids[..4 * pairs].chunks_exact(4);
+    for (i, (id, key)) in candidates
+        .zip(keys[..4 * pairs].chunks_exact(4))
+        .enumerate()
+    {
+        if word(id) != 0 {
+            let key = word(key) as u32 as i64;
+            if key > best_key {
+                (best_key, best) = (key, i);
+            }
+        }
+    }
+    let (i, mut n) = (best, n);
+    if i == usize::MAX {
+        set_u32(head, enc::PHASE, enc::DONE);
+        return false;
+    }
+    set_u32(out, i, get_u32(ids, i) - 1);
+    out.copy_within(4 * (i + 2)..4 * n, 4 * (i + 1));
+    // Pairs past the merged one move down by one; the pairs on either side are
+    // new.
+    if i + 2 < n - 1 {
+        keys.copy_within(4 * (i + 2)..4 * (n - 1), 4 * (i + 1));
+        ids.copy_within(4 * (i + 2)..4 * (n - 1), 4 * (i + 1));
+    }
+    n -= 1;
+    set_u32(head, enc::COUNT, n as u32);
+    set_u32(head, enc::NEW_START, i.saturating_sub(1) as u32);
+    set_u32(head, enc::NEW_END, (i + 1).min(n - 1) as u32);
+    true
+}
+
+/// The space prefix, or the character of the text at `cursor` (up to four bytes of UTF-8), and
+/// the index past it.
+#[inline(always)]
+fn next_chars(text: &[u8], cursor: u32, prefix: bool) -> (&[u8], usize) {
+    let (start, len) = (cursor as usize, text.len());
+    let mut end = start + 1;
+    while !prefix && end < len && text[end] & 0xC0 == 0x80 && end - start < 4 {
+        end += 1;
+    }
+    match prefix {
+        true => (&b" "[..], end),
+        false => (&text[start..end], end),
+    }
+}
+
+/// The header after a character (or the prefix) put `n` tokens out: the cursor past it, and
+/// after the text's last character the pairs' phase, every pair new.
+#[inline(always)]
+fn moved_past(head: &mut [u8], n: usize, prefix: bool, end: usize, len: usize) {
+    set_u32(head, enc::COUNT, n as u32);
+    match prefix {
+        true => set_u32(head, enc::PREFIX, 0),
+        false => set_u32(head, enc::CURSOR, end as u32),
+    }
+    if !prefix && end >= len {
+        set_u32(head, enc::PHASE, 1);
+        set_u32(head, enc::NEW_START, 0);
+        set_u32(head, enc::NEW_END, n as u32 - 1);
     }
 }
 

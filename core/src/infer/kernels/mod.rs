@@ -1,16 +1,16 @@
-//! The kernels of the forward pass per target: the inner loops the forward pass spends its time
-//! in, behind one contract ([`Kernels`]), so that `forward.rs` reads as the forward pass and
-//! each target's loops sit in a file of their own:
+//! The inner loops the backends (`backend/`) spend their time in, each target's in a file of its
+//! own. The native backend's sets share one contract ([`Kernels`]):
 //!
 //! - [`portable`]: plain Rust, every target (the reference the others are tested against);
 //! - `avx2` and `avx512` (x86-64 with std, chosen at run time by [`Path::detect`]);
-//! - `simd128` (wasm32 with SIMD128, chosen at compile time: the SDK's engine);
-//! - `sbf` (the program): its own row and head loops in assembly over the input widened to
-//!   64 bits (`forward::rows_into`, `head::attention_head_rows`), outside this contract.
+//! - `simd128` (wasm32 with SIMD128, chosen at compile time: the SDK's engine).
+//!
+//! The SBF backend's are `sbf` (the program): row and head loops in assembly over the input
+//! widened to 64 bits; in the tests `sbf_stand_in.rs` takes the same names in plain Rust.
 //!
 //! Every kernel computes exact integers, so every path gives the same bits:
-//! `forward::tests::every_kernel_gives_the_same_integers` runs each one this machine has on the
-//! same inputs.
+//! `backend::native::tests::every_kernel_gives_the_same_integers` runs each one this machine
+//! has on the same inputs.
 
 #[cfg(not(target_os = "solana"))]
 use super::fixed::{exp_index, mul_q24, saturate, shift_round};
@@ -27,6 +27,9 @@ pub mod avx512;
 #[cfg(not(target_os = "solana"))]
 pub mod portable;
 #[cfg(target_os = "solana")]
+pub mod sbf;
+#[cfg(all(test, not(target_os = "solana")))]
+#[path = "sbf_stand_in.rs"]
 pub mod sbf;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod simd128;

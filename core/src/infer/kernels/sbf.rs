@@ -9,13 +9,41 @@
 //! in i64 (|Σ| ≤ 2,048 × 255 × 2^27 < 2^47), so they are the integers of every other path
 //! whatever the order of the additions.
 //!
-//! Below them the attention head's loops (`head::attention_head_rows`), in assembly for the
-//! same reason: the weighted values four outputs a turn ([`weighted4`]), a score's dot
+//! Below them the attention head's loops (`backend::sbf::attention_head_rows`), in assembly
+//! for the same reason: the weighted values four outputs a turn ([`weighted4`]), a score's dot
 //! ([`dot_i32`]), a head of eight values' whole score loop ([`scores8`]), the softmax's
 //! exponentials ([`exponentials`]) and weights ([`weights`]). The caches hold v + 2^31
 //! (`state::CACHE_OFFSET`), which SBF's zero-extending word load reads as it is.
 
 use core::arch::asm;
+
+/// The widened input's room: the first `forward::SCRATCH_BYTES` of the heap frame (the program
+/// installs no allocator, and a 4 KiB stack frame cannot hold it), 2,048 values of 8 bytes.
+#[inline(always)]
+pub fn wide_scratch() -> &'static mut [i64] {
+    use crate::infer::forward::{HEAP_START, MAX_COLUMNS};
+    // SAFETY: the heap frame is at least 32 KiB, 8-byte aligned, and nothing else uses its
+    // first 16 KiB while a run advances (one scratch per advance).
+    unsafe { core::slice::from_raw_parts_mut(HEAP_START as usize as *mut i64, MAX_COLUMNS) }
+}
+
+/// The i32 at `p`, widened: one word load.
+///
+/// # Safety
+/// Four readable bytes at `p`, 4-byte aligned (`state::get_u32`).
+#[inline(always)]
+pub unsafe fn load(p: *const u8) -> i64 {
+    (p as *const i32).read() as i64
+}
+
+/// Stores `v` at `p`: one word store.
+///
+/// # Safety
+/// As [`load`], writable.
+#[inline(always)]
+pub unsafe fn store(p: *mut u8, v: u32) {
+    (p as *mut u32).write(v)
+}
 
 /// One column `k` (the input value at byte 8k) of one row.
 macro_rules! column1 {
@@ -80,6 +108,58 @@ macro_rules! column3 {
     };
 }
 
+/// Columns 0 to 31 of `$column` (`column1`, `column2` or `column3`): a turn of 32 columns.
+macro_rules! columns32 {
+    ($column:ident) => {
+        concat!(
+            $column!(0, 0),
+            $column!(1, 8),
+            $column!(2, 16),
+            $column!(3, 24),
+            $column!(4, 32),
+            $column!(5, 40),
+            $column!(6, 48),
+            $column!(7, 56),
+            $column!(8, 64),
+            $column!(9, 72),
+            $column!(10, 80),
+            $column!(11, 88),
+            $column!(12, 96),
+            $column!(13, 104),
+            $column!(14, 112),
+            $column!(15, 120),
+            $column!(16, 128),
+            $column!(17, 136),
+            $column!(18, 144),
+            $column!(19, 152),
+            $column!(20, 160),
+            $column!(21, 168),
+            $column!(22, 176),
+            $column!(23, 184),
+            $column!(24, 192),
+            $column!(25, 200),
+            $column!(26, 208),
+            $column!(27, 216),
+            $column!(28, 224),
+            $column!(29, 232),
+            $column!(30, 240),
+            $column!(31, 248),
+        )
+    };
+}
+
+/// Columns 0 to 3 of `$column`: a turn of four columns.
+macro_rules! columns4 {
+    ($column:ident) => {
+        concat!(
+            $column!(0, 0),
+            $column!(1, 8),
+            $column!(2, 16),
+            $column!(3, 24),
+        )
+    };
+}
+
 /// Σ_k a_k × x_k over `n` columns: one row's stored bytes against the widened input `x`.
 ///
 /// # Safety
@@ -94,38 +174,7 @@ pub unsafe fn dot1(a: *const u8, x: *const i64, n: usize) -> i64 {
         let end = x.add(wide);
         asm!(
             "2:",
-            column1!(0, 0),
-            column1!(1, 8),
-            column1!(2, 16),
-            column1!(3, 24),
-            column1!(4, 32),
-            column1!(5, 40),
-            column1!(6, 48),
-            column1!(7, 56),
-            column1!(8, 64),
-            column1!(9, 72),
-            column1!(10, 80),
-            column1!(11, 88),
-            column1!(12, 96),
-            column1!(13, 104),
-            column1!(14, 112),
-            column1!(15, 120),
-            column1!(16, 128),
-            column1!(17, 136),
-            column1!(18, 144),
-            column1!(19, 152),
-            column1!(20, 160),
-            column1!(21, 168),
-            column1!(22, 176),
-            column1!(23, 184),
-            column1!(24, 192),
-            column1!(25, 200),
-            column1!(26, 208),
-            column1!(27, 216),
-            column1!(28, 224),
-            column1!(29, 232),
-            column1!(30, 240),
-            column1!(31, 248),
+            columns32!(column1),
             "{pa} += 32",
             "{xp} += 256",
             "if {xp} != {end} goto 2b",
@@ -144,10 +193,7 @@ pub unsafe fn dot1(a: *const u8, x: *const i64, n: usize) -> i64 {
         let end = x.add(narrow);
         asm!(
             "2:",
-            column1!(0, 0),
-            column1!(1, 8),
-            column1!(2, 16),
-            column1!(3, 24),
+            columns4!(column1),
             "{pa} += 4",
             "{xp} += 32",
             "if {xp} != {end} goto 2b",
@@ -168,7 +214,8 @@ pub unsafe fn dot1(a: *const u8, x: *const i64, n: usize) -> i64 {
     sa
 }
 
-/// Σ_k a_k × x_k, Σ_k b_k × x_k over `n` columns: two rows' stored bytes against the widened input `x`.
+/// Σ_k a_k × x_k, Σ_k b_k × x_k over `n` columns: two rows' stored bytes against the widened input
+/// `x`.
 ///
 /// # Safety
 /// Each row readable for `n` bytes, `x` for `n` values (8-byte aligned).
@@ -182,38 +229,7 @@ pub unsafe fn dot2(a: *const u8, b: *const u8, x: *const i64, n: usize) -> (i64,
         let end = x.add(wide);
         asm!(
             "2:",
-            column2!(0, 0),
-            column2!(1, 8),
-            column2!(2, 16),
-            column2!(3, 24),
-            column2!(4, 32),
-            column2!(5, 40),
-            column2!(6, 48),
-            column2!(7, 56),
-            column2!(8, 64),
-            column2!(9, 72),
-            column2!(10, 80),
-            column2!(11, 88),
-            column2!(12, 96),
-            column2!(13, 104),
-            column2!(14, 112),
-            column2!(15, 120),
-            column2!(16, 128),
-            column2!(17, 136),
-            column2!(18, 144),
-            column2!(19, 152),
-            column2!(20, 160),
-            column2!(21, 168),
-            column2!(22, 176),
-            column2!(23, 184),
-            column2!(24, 192),
-            column2!(25, 200),
-            column2!(26, 208),
-            column2!(27, 216),
-            column2!(28, 224),
-            column2!(29, 232),
-            column2!(30, 240),
-            column2!(31, 248),
+            columns32!(column2),
             "{pa} += 32",
             "{pb} += 32",
             "{xp} += 256",
@@ -235,10 +251,7 @@ pub unsafe fn dot2(a: *const u8, b: *const u8, x: *const i64, n: usize) -> (i64,
         let end = x.add(narrow);
         asm!(
             "2:",
-            column2!(0, 0),
-            column2!(1, 8),
-            column2!(2, 16),
-            column2!(3, 24),
+            columns4!(column2),
             "{pa} += 4",
             "{pb} += 4",
             "{xp} += 32",
@@ -263,7 +276,8 @@ pub unsafe fn dot2(a: *const u8, b: *const u8, x: *const i64, n: usize) -> (i64,
     (sa, sb)
 }
 
-/// Σ_k a_k × x_k, Σ_k b_k × x_k, Σ_k c_k × x_k over `n` columns: three rows' stored bytes against the widened input `x`.
+/// Σ_k a_k × x_k, Σ_k b_k × x_k, Σ_k c_k × x_k over `n` columns: three rows' stored bytes against
+/// the widened input `x`.
 ///
 /// # Safety
 /// Each row readable for `n` bytes, `x` for `n` values (8-byte aligned).
@@ -283,38 +297,7 @@ pub unsafe fn dot3(
         let end = x.add(wide);
         asm!(
             "2:",
-            column3!(0, 0),
-            column3!(1, 8),
-            column3!(2, 16),
-            column3!(3, 24),
-            column3!(4, 32),
-            column3!(5, 40),
-            column3!(6, 48),
-            column3!(7, 56),
-            column3!(8, 64),
-            column3!(9, 72),
-            column3!(10, 80),
-            column3!(11, 88),
-            column3!(12, 96),
-            column3!(13, 104),
-            column3!(14, 112),
-            column3!(15, 120),
-            column3!(16, 128),
-            column3!(17, 136),
-            column3!(18, 144),
-            column3!(19, 152),
-            column3!(20, 160),
-            column3!(21, 168),
-            column3!(22, 176),
-            column3!(23, 184),
-            column3!(24, 192),
-            column3!(25, 200),
-            column3!(26, 208),
-            column3!(27, 216),
-            column3!(28, 224),
-            column3!(29, 232),
-            column3!(30, 240),
-            column3!(31, 248),
+            columns32!(column3),
             "{pa} += 32",
             "{pb} += 32",
             "{pc} += 32",
@@ -339,10 +322,7 @@ pub unsafe fn dot3(
         let end = x.add(narrow);
         asm!(
             "2:",
-            column3!(0, 0),
-            column3!(1, 8),
-            column3!(2, 16),
-            column3!(3, 24),
+            columns4!(column3),
             "{pa} += 4",
             "{pb} += 4",
             "{pc} += 4",
@@ -596,9 +576,9 @@ pub unsafe fn scores8(
 
 /// The softmax's exponentials over `n` (at least 1) scores at `att`, written over them:
 /// e_t = exp[min(round((max − score_t) / 2^8), TABLE_LAST)]; returns Σ e. Each score is
-/// loaded as score − 2^31 (its bits XORed with the sign-extended 0xFFFF_FFFF_8000_0000), so max + 128 − 2^31 less it is
-/// max − score + 128 (at least 128: `max` is the scores' maximum). 13 instructions a
-/// position (LLVM: 20).
+/// loaded as score − 2^31 (its bits XORed with the sign-extended 0xFFFF_FFFF_8000_0000), so max +
+/// 128 − 2^31 less it is max − score + 128 (at least 128: `max` is the scores' maximum). 13
+/// instructions a position (LLVM: 20).
 ///
 /// # Safety
 /// `n` i32s at `att` (4-byte aligned, writable), each at most `max`; `exp` readable for
