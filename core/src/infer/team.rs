@@ -397,7 +397,6 @@ pub fn sum_parts<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashSet;
     use std::thread::ThreadId;
 
     /// Runs `parts` parts on `team`, each spinning for `work`; returns the threads that ran them.
