@@ -78,9 +78,8 @@ struct Shared {
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    /// Claims and runs parts of the job of `epoch` until none is left; returns how many ran here.
-    fn claim_parts(&self, epoch: u64) -> usize {
-        let mut ran = 0;
+    /// Claims and runs parts of the job of `epoch` until none is left.
+    fn claim_parts(&self, epoch: u64) {
         let mut word = Word(self.word.load(Acquire));
         while word.epoch() == epoch && word.next() < word.parts() {
             match self
@@ -95,7 +94,6 @@ impl Shared {
                         IN_PART.set(false);
                         self.panicked.store(true, Relaxed);
                     }
-                    ran += 1;
                     if self.finished.fetch_add(1, SeqCst) + 1 == word.parts()
                         && self.caller_parked.load(SeqCst)
                     {
@@ -110,7 +108,6 @@ impl Shared {
                 Err(now) => word = Word(now),
             }
         }
-        ran
     }
 }
 
