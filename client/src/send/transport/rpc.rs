@@ -21,6 +21,7 @@ use solana_pubkey::Pubkey;
 use solana_quic_client::{QuicConfig, QuicConnectionManager, QuicPool};
 use solana_signature::Signature;
 use solana_transaction::versioned::VersionedTransaction;
+use solana_transaction_error::TransactionError;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -93,6 +94,33 @@ pub fn wire_bytes(transaction: &VersionedTransaction) -> Vec<u8> {
 }
 
 impl RpcTransport {
+    /// Each signature's status (getSignatureStatuses, in batches): None when the node knows
+    /// none, else whether it reached `commitment` and the transaction's result.
+    async fn signature_statuses(
+        &self,
+        signatures: &[Signature],
+        commitment: CommitmentConfig,
+    ) -> Result<Vec<Option<(bool, Result<(), TransactionError>)>>, Error> {
+        let mut statuses = Vec::with_capacity(signatures.len());
+        for batch in signatures.chunks(SIGNATURES_PER_REQUEST) {
+            let response = self
+                .client
+                .get_signature_statuses(batch)
+                .await
+                .map_err(rpc_error)?;
+            check_len("getSignatureStatuses", batch.len(), response.value.len())?;
+            statuses.extend(response.value.into_iter().map(|status| {
+                status.map(|s| {
+                    (
+                        s.satisfies_commitment(commitment),
+                        s.err.map_or(Ok(()), Err),
+                    )
+                })
+            }));
+        }
+        Ok(statuses)
+    }
+
     /// A transport to the Curta program at its default id (`curta_interface::id()`).
     pub fn new(url: &str, commitment: CommitmentConfig) -> RpcTransport {
         RpcTransport::with_program_id(url, commitment, curta_interface::id())
@@ -270,39 +298,25 @@ impl Transport for RpcTransport {
     }
 
     async fn statuses(&self, signatures: &[Signature]) -> Result<Vec<TxStatus>, Error> {
-        let mut statuses = Vec::with_capacity(signatures.len());
-        for batch in signatures.chunks(SIGNATURES_PER_REQUEST) {
-            let response = self
-                .client
-                .get_signature_statuses(batch)
-                .await
-                .map_err(rpc_error)?;
-            check_len("getSignatureStatuses", batch.len(), response.value.len())?;
-            statuses.extend(response.value.into_iter().map(|status| match status {
+        let statuses = self.signature_statuses(signatures, self.commitment).await?;
+        Ok(statuses
+            .into_iter()
+            .map(|status| match status {
                 None => TxStatus::Unknown,
-                Some(status) if status.satisfies_commitment(self.commitment) => {
-                    TxStatus::Landed(status.err.map_or(Ok(()), Err))
-                }
-                Some(_) => TxStatus::Pending,
-            }));
-        }
-        Ok(statuses)
+                Some((true, result)) => TxStatus::Landed(result),
+                Some((false, _)) => TxStatus::Pending,
+            })
+            .collect())
     }
 
     async fn finalized(&self, signatures: &[Signature]) -> Result<Vec<bool>, Error> {
-        let mut finalized = Vec::with_capacity(signatures.len());
-        for batch in signatures.chunks(SIGNATURES_PER_REQUEST) {
-            let response = self
-                .client
-                .get_signature_statuses(batch)
-                .await
-                .map_err(rpc_error)?;
-            check_len("getSignatureStatuses", batch.len(), response.value.len())?;
-            finalized.extend(response.value.into_iter().map(|status| {
-                status.is_some_and(|s| s.satisfies_commitment(CommitmentConfig::finalized()))
-            }));
-        }
-        Ok(finalized)
+        let statuses = self
+            .signature_statuses(signatures, CommitmentConfig::finalized())
+            .await?;
+        Ok(statuses
+            .into_iter()
+            .map(|status| status.is_some_and(|(reached, _)| reached))
+            .collect())
     }
 
     fn ledger(&self) -> &Ledger {
