@@ -287,10 +287,11 @@ async fn compute_units_of_every_instruction() {
     // spec's exponential table the seal compares at chunk 0 (16,388 bytes, issue 26) makes it
     // about 190,000, 201,832 before the resumable encoding, 211,424 with it (the encoder and
     // `Run::start` reached from Step too, in frames of their own), 218,648 with the assembly
-    // position loops of a head of eight values (issue 29). The goal of 65,536 is missed
-    // (docs/program.md).
+    // position loops of a head of eight values (issue 29), 222,552 with the instruction parser
+    // generated from the contract's one description (issue 39: every field read in turn, Seal's
+    // and Write's aligned-word reads given up). The goal of 65,536 is missed (docs/program.md).
     assert!(
-        so.bytes.len() < 216 * 1024,
+        so.bytes.len() < 220 * 1024,
         "the binary: {} bytes",
         so.bytes.len()
     );
@@ -305,7 +306,8 @@ async fn compute_units_of_every_instruction() {
     // layout (met: 23,732 for 2 sections, 38,804 for 18 sections with a full first chunk, the
     // worst layout). The other bounds below are the measures plus a little, so a regression
     // fails here.
-    assert!(write <= 250, "Write: {write}");
+    // 230 before issue 39, 280 with the parser generated from the contract (the goal: 376).
+    assert!(write <= 300, "Write: {write}");
     assert!(close[1] < 200_000, "Close of 18: {}", close[1]);
     assert!((32_869..=33_300).contains(&full), "full-chunk Seal: {full}");
     // The cursor's section is recorded in the model (bytes 148 and 150), not found by a walk:
@@ -319,7 +321,8 @@ async fn compute_units_of_every_instruction() {
         "section 17: {full_late}, section 1: {full}"
     );
     // Carrying every section costs the entrypoint's walk over the accounts, about 8 units an
-    // account: at most 33,300 up to 11 sections (stories15M has 8), 33,364 at 18.
+    // account: at most 33,350 up to 11 sections (stories15M has 8), 33,420 at 18 (each about
+    // 45 more since issue 39's parser generated from the contract).
     assert!((32_869..=33_300).contains(&full_every_2), "{full_every_2}");
     assert_eq!(
         full_every_18, full_every_18_late,
@@ -327,9 +330,9 @@ async fn compute_units_of_every_instruction() {
     );
     let per_account = (full_every_18 - full_every_2) as f64 / 16.0;
     assert!(per_account <= 9.0, "{per_account} units an account carried");
-    assert!(full_every_2 as f64 + 7.0 * per_account <= 33_300.0);
+    assert!(full_every_2 as f64 + 7.0 * per_account <= 33_350.0);
     assert!(
-        full_every_18 <= 33_370,
+        full_every_18 <= 33_420,
         "every section of 18: {full_every_18}"
     );
     assert!(chunk0_tiny <= 24_500, "chunk 0, 2 sections: {chunk0_tiny}");

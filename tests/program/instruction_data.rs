@@ -2,40 +2,48 @@
 //! refused with InvalidInstructionData (by the decoder and in the bank), never a panic.
 
 use crate::harness::*;
-use curta_program::instruction::{self as ix, CurtaInstruction, OwnedPrompt};
+use curta_program::instruction::{self as ix, CurtaInstruction, Prompt, RunSeeds, U32s};
 use curta_program::run::SeedSource;
 use curta_tests::{tiny_sections, Rng};
 use solana_instruction::error::InstructionError;
 use solana_instruction::Instruction;
 use solana_pubkey::Pubkey;
-use solana_sdk::program_error::ProgramError;
 
-fn every_kind() -> Vec<CurtaInstruction> {
+fn every_kind() -> Vec<CurtaInstruction<'static>> {
+    static WRITE_BYTES: [u8; 256] = {
+        let mut bytes = [0; 256];
+        let mut i = 0;
+        while i < 256 {
+            bytes[i] = i as u8;
+            i += 1;
+        }
+        bytes
+    };
     vec![
         CurtaInstruction::CreateModel {
-            weights_hash: [3; 32],
-            section_lengths: vec![4_096, 70_000, 5],
+            weights_hash: &[3; 32],
+            section_lengths: U32s::Values(&[4_096, 70_000, 5]),
         },
         CurtaInstruction::InitWeightAccount { section: 17 },
         CurtaInstruction::Write {
             offset: 123_456,
-            bytes: (0..=255).collect(),
+            bytes: &WRITE_BYTES,
         },
         CurtaInstruction::Seal {
             pass: 2,
             chunk: 161,
             creation: 0x0102_0304_0506_0708,
         },
-        CurtaInstruction::Reopen,
-        CurtaInstruction::Close,
+        CurtaInstruction::Reopen {},
+        CurtaInstruction::Close {},
         CurtaInstruction::StartRun {
             nonce: 7,
             steps: 16,
             temperature: 52_429,
             top_p: 58_982,
             seed: 0x0102_0304_0506_0708,
-            source: SeedSource::Drawn,
-            prompt: OwnedPrompt::Text(b"Once upon a time".to_vec()),
+            seed_source: SeedSource::Drawn,
+            prompt: Prompt::Text(b"Once upon a time"),
         },
         CurtaInstruction::StartRun {
             nonce: 0,
@@ -43,26 +51,29 @@ fn every_kind() -> Vec<CurtaInstruction> {
             temperature: 0,
             top_p: 65_536,
             seed: 1,
-            source: SeedSource::None,
-            prompt: OwnedPrompt::Tokens(vec![1, 306, 70_000]),
+            seed_source: SeedSource::None,
+            prompt: Prompt::Tokens(U32s::Values(&[1, 306, 70_000])),
         },
         CurtaInstruction::Step {
             ticket: 12,
             budget: 1_175_000,
         },
-        CurtaInstruction::CloseRun { run: None },
+        CurtaInstruction::CloseRun { run_seeds: None },
         CurtaInstruction::CloseRun {
-            run: Some(([0x5a; 32], 0x0102_0304)),
+            run_seeds: Some(RunSeeds {
+                model: &[0x5a; 32],
+                nonce: 0x0102_0304,
+            }),
         },
     ]
 }
 
 #[test]
 fn wire_bytes_as_documented() {
-    // docs/program.md: tag, then little-endian fields; a Vec is a u32 count then its items.
+    // docs/program.md: tag, then little-endian fields; a list is a u32 count then its items.
     let write = CurtaInstruction::Write {
         offset: 0x0403_0201,
-        bytes: vec![9, 8],
+        bytes: &[9, 8],
     };
     assert_eq!(write.pack(), [2, 1, 2, 3, 4, 2, 0, 0, 0, 9, 8]);
     assert_eq!(
@@ -78,8 +89,8 @@ fn wire_bytes_as_documented() {
         CurtaInstruction::InitWeightAccount { section: 5 }.pack(),
         [1, 5]
     );
-    assert_eq!(CurtaInstruction::Reopen.pack(), [4]);
-    assert_eq!(CurtaInstruction::Close.pack(), [5]);
+    assert_eq!(CurtaInstruction::Reopen {}.pack(), [4]);
+    assert_eq!(CurtaInstruction::Close {}.pack(), [5]);
     // StartRun: tag 6, nonce, steps, temperature, top-p (u32 each), seed (u64), the seed's
     // source (2: chosen), the prompt's kind (1: ids), its count (u32) and the ids (u32 each).
     let start = CurtaInstruction::StartRun {
@@ -88,8 +99,8 @@ fn wire_bytes_as_documented() {
         temperature: 0x0001_0000,
         top_p: 0x0000_e666,
         seed: 0x0807_0605_0403_0201,
-        source: SeedSource::Chosen,
-        prompt: OwnedPrompt::Tokens(vec![1, 0x0102]),
+        seed_source: SeedSource::Chosen,
+        prompt: Prompt::Tokens(U32s::Values(&[1, 0x0102])),
     };
     let mut expected = vec![6, 1, 2, 3, 4, 16, 0, 0, 0, 0, 0, 1, 0, 0x66, 0xe6, 0, 0];
     expected.extend([
@@ -103,8 +114,8 @@ fn wire_bytes_as_documented() {
         temperature: 0,
         top_p: 0,
         seed: 0,
-        source: SeedSource::None,
-        prompt: OwnedPrompt::Text(b"ab".to_vec()),
+        seed_source: SeedSource::None,
+        prompt: Prompt::Text(b"ab"),
     };
     let mut expected = vec![6];
     expected.extend([0; 24]);
@@ -117,10 +128,13 @@ fn wire_bytes_as_documented() {
         budget: 0x0403_0201,
     };
     assert_eq!(step.pack(), [7, 1, 2, 0, 0, 1, 2, 3, 4]);
-    assert_eq!(CurtaInstruction::CloseRun { run: None }.pack(), [8]);
+    assert_eq!(CurtaInstruction::CloseRun { run_seeds: None }.pack(), [8]);
     // CloseRun naming its run: tag 8, the model's 32 bytes, the nonce.
     let named = CurtaInstruction::CloseRun {
-        run: Some(([7; 32], 0x0403_0201)),
+        run_seeds: Some(RunSeeds {
+            model: &[7; 32],
+            nonce: 0x0403_0201,
+        }),
     };
     let mut expected = vec![8];
     expected.extend([7; 32]);
@@ -131,27 +145,21 @@ fn wire_bytes_as_documented() {
         let mut data = vec![8];
         data.extend(vec![0; len]);
         assert_eq!(
-            CurtaInstruction::unpack(&data),
-            Err(ProgramError::InvalidInstructionData),
+            CurtaInstruction::parse(&data),
+            None,
             "CloseRun with {len} bytes after the tag"
         );
     }
     // A prompt kind other than 0 and 1 is refused, and a seed source other than 0 to 2.
     let mut bad_kind = text.pack();
     bad_kind[26] = 2;
-    assert_eq!(
-        CurtaInstruction::unpack(&bad_kind),
-        Err(ProgramError::InvalidInstructionData)
-    );
+    assert_eq!(CurtaInstruction::parse(&bad_kind), None);
     let mut bad_source = text.pack();
     bad_source[25] = 3;
-    assert_eq!(
-        CurtaInstruction::unpack(&bad_source),
-        Err(ProgramError::InvalidInstructionData)
-    );
+    assert_eq!(CurtaInstruction::parse(&bad_source), None);
     let create = CurtaInstruction::CreateModel {
-        weights_hash: [0xaa; 32],
-        section_lengths: vec![1, 0x0100],
+        weights_hash: &[0xaa; 32],
+        section_lengths: U32s::Values(&[1, 0x0100]),
     };
     let mut expected = vec![0];
     expected.extend([0xaa; 32]);
@@ -163,39 +171,29 @@ fn wire_bytes_as_documented() {
 fn decoder_refuses_truncated_trailing_and_unknown() {
     for kind in every_kind() {
         let bytes = kind.pack();
-        assert_eq!(CurtaInstruction::unpack(&bytes), Ok(kind.clone()));
+        assert_eq!(CurtaInstruction::parse(&bytes), Some(kind));
         for len in 0..bytes.len() {
             // CloseRun's tag alone is CloseRun without the optional names.
             if bytes[0] == 8 && len == 1 {
-                let tag_alone = CurtaInstruction::CloseRun { run: None };
-                assert_eq!(CurtaInstruction::unpack(&bytes[..1]), Ok(tag_alone));
+                let tag_alone = CurtaInstruction::CloseRun { run_seeds: None };
+                assert_eq!(CurtaInstruction::parse(&bytes[..1]), Some(tag_alone));
                 continue;
             }
             assert_eq!(
-                CurtaInstruction::unpack(&bytes[..len]),
-                Err(ProgramError::InvalidInstructionData),
+                CurtaInstruction::parse(&bytes[..len]),
+                None,
                 "{kind:?} cut to {len}"
             );
         }
         for extra in [0u8, 1, 0xff] {
             let mut long = bytes.clone();
             long.push(extra);
-            assert_eq!(
-                CurtaInstruction::unpack(&long),
-                Err(ProgramError::InvalidInstructionData),
-                "{kind:?} + {extra}"
-            );
+            assert_eq!(CurtaInstruction::parse(&long), None, "{kind:?} + {extra}");
         }
     }
     for tag in 9..=255u8 {
-        assert_eq!(
-            CurtaInstruction::unpack(&[tag]),
-            Err(ProgramError::InvalidInstructionData)
-        );
-        assert_eq!(
-            CurtaInstruction::unpack(&[tag, 0, 0, 0, 0]),
-            Err(ProgramError::InvalidInstructionData)
-        );
+        assert_eq!(CurtaInstruction::parse(&[tag]), None);
+        assert_eq!(CurtaInstruction::parse(&[tag, 0, 0, 0, 0]), None);
     }
     // A Vec whose count claims more than the data holds (up to u32::MAX) fails without
     // allocating it.
@@ -203,17 +201,11 @@ fn decoder_refuses_truncated_trailing_and_unknown() {
         let mut data = vec![2, 0, 0, 0, 0];
         data.extend(count.to_le_bytes());
         data.extend([1, 2]);
-        assert_eq!(
-            CurtaInstruction::unpack(&data),
-            Err(ProgramError::InvalidInstructionData)
-        );
+        assert_eq!(CurtaInstruction::parse(&data), None);
         let mut data = vec![0];
         data.extend([0; 32]);
         data.extend(count.to_le_bytes());
-        assert_eq!(
-            CurtaInstruction::unpack(&data),
-            Err(ProgramError::InvalidInstructionData)
-        );
+        assert_eq!(CurtaInstruction::parse(&data), None);
     }
     // Seeded garbage: decodes or is refused, never panics; whatever decodes re-encodes to the
     // same bytes (the encoding is canonical).
@@ -224,7 +216,7 @@ fn decoder_refuses_truncated_trailing_and_unknown() {
         if !data.is_empty() {
             data[0] %= 8;
         }
-        if let Ok(decoded) = CurtaInstruction::unpack(&data) {
+        if let Some(decoded) = CurtaInstruction::parse(&data) {
             assert_eq!(decoded.pack(), data);
         }
     }

@@ -2,8 +2,10 @@
 //! without re-deriving its wire format (the p-token pattern: interface here, processing in
 //! `curta-program`).
 //!
-//! - [`instruction`]: the instruction data, parsed in place ([`instruction::InstructionData`]);
-//!   off chain also the owned [`instruction::CurtaInstruction`] and the builders.
+//! - [`instruction`]: the instructions ([`instruction::CurtaInstruction`], parsed in place; off
+//!   chain also packed) and, off chain, the builders.
+//! - [`describe`]: the contract as data (instructions, account layouts, defined types, the model
+//!   PDA), which `idl/` renders as the Codama IDL.
 //! - [`state`]: the model and weight account layouts, read in place; the model PDA and the
 //!   weight seeds.
 //! - [`run`]: the run account's layout, its seed address, the seed's source and derivation.
@@ -22,6 +24,7 @@
 extern crate alloc;
 
 pub mod cost;
+pub mod describe;
 pub mod error;
 pub mod instruction;
 pub mod run;

@@ -8,6 +8,7 @@
 use curta_core::infer::state_len;
 use curta_core::{Config, MAX_TOKEN_LEN};
 
+use crate::describe::{DefinedDoc, DefinedKind, FieldDoc, LayoutDoc, TypeDoc, VariantDoc};
 use crate::error::CurtaError;
 use crate::state::{same_address, Address};
 
@@ -26,37 +27,76 @@ pub const MAX_STEP_BUDGET: u32 = 1_175_000;
 /// digits of the nonce.
 pub const RUN_SEED_LEN: usize = 29;
 
-/// Run account field offsets.
+/// The run account's layout: the 192-byte header, then the state buffer and the text region.
+pub const RUN_LAYOUT: LayoutDoc = LayoutDoc {
+    name: "run",
+    docs: &[
+        "One run of a sealed model: a 192-byte header, the state buffer (docs/inference.md, \"The state buffer\"; stateLength bytes), then the text region (textCapacity bytes, textLength written).",
+        "",
+        "Address: create_with_seed(runner, \"run-\" + hex of the model address's first 8 bytes + \"-\" + the nonce as 8 hex digits, program id).",
+    ],
+    size: None,
+    pda: None,
+    fields: &[
+        FieldDoc::new("magic", TypeDoc::Magic("CURTARUN"), &[]),
+        FieldDoc::new("version", TypeDoc::Version(RUN_VERSION), &[]),
+        FieldDoc::new("seed_source", TypeDoc::Defined("seed_source"), &[]),
+        FieldDoc::new("reserved", TypeDoc::Reserved(2), &[]),
+        FieldDoc::new("nonce", TypeDoc::U32, &[]),
+        FieldDoc::new("model", TypeDoc::Pubkey, &[]),
+        FieldDoc::new("runner", TypeDoc::Pubkey, &[]),
+        FieldDoc::new("steps_landed", TypeDoc::U32, &["every Step that landed, anyone's"]),
+        FieldDoc::new("text_length", TypeDoc::U32, &[]),
+        FieldDoc::new("text_capacity", TypeDoc::U32, &["128 x steps"]),
+        FieldDoc::new("state_length", TypeDoc::U32, &[]),
+        FieldDoc::new("temperature", TypeDoc::U32, &["16 fractional bits; 0 is greedy"]),
+        FieldDoc::new("top_p", TypeDoc::U32, &["16 fractional bits"]),
+        FieldDoc::new("runner_seed", TypeDoc::U64, &["the runner's seed, as StartRun gave it"]),
+        FieldDoc::new("start_slot", TypeDoc::U64, &["the slot StartRun landed in"]),
+        FieldDoc::new("seed_slot", TypeDoc::U64, &["drawn: the slot whose hash was drawn (the start slot), 0 before the draw"]),
+        FieldDoc::new("seed_in_force", TypeDoc::U64, &["drawn: 0 until the first step after the start slot draws it; chosen: the runner's seed; none: 0"]),
+        FieldDoc::new("slot_hash", TypeDoc::Bytes(32), &["drawn: the hash the seed was drawn from; zero otherwise"]),
+        // The state buffer then holds curta-core's `Encoding`, not a run's state.
+        FieldDoc::new("encoding", TypeDoc::U32, &["1 while the text prompt is still tokenized (the state buffer holds the encoding, continued by Steps), else 0"]),
+        FieldDoc::new("reserved", TypeDoc::Reserved(20), &[]),
+        FieldDoc::new("body", TypeDoc::Rest, &["the state buffer (stateLength bytes), then the text region (textCapacity bytes)"]),
+    ],
+};
+
+/// Run account field offsets (from [`RUN_LAYOUT`]).
 pub mod run_field {
-    pub const MAGIC: usize = 0;
-    pub const VERSION: usize = 8;
-    /// Where the run's seed comes from ([`super::SeedSource`]), u8.
-    pub const SEED_SOURCE: usize = 9;
-    pub const NONCE: usize = 12;
-    pub const MODEL: usize = 16;
-    pub const RUNNER: usize = 48;
-    /// Steps that landed (counted, never checked: steps are order-free).
-    pub const STEPS_LANDED: usize = 80;
-    pub const TEXT_LEN: usize = 84;
-    pub const TEXT_CAPACITY: usize = 88;
-    pub const STATE_LEN: usize = 92;
-    /// The sampling settings StartRun was given (16 fractional bits), u32 each.
-    pub const TEMPERATURE: usize = 96;
-    pub const TOP_P: usize = 100;
-    /// The runner's seed from StartRun's data, u64.
-    pub const RUNNER_SEED: usize = 104;
-    /// The slot StartRun landed in (Clock), u64.
-    pub const START_SLOT: usize = 112;
-    /// The slot whose hash the seed was drawn from (the start slot), u64; 0 until drawn.
-    pub const SEED_SLOT: usize = 120;
-    /// The seed in force (the generator's first state), u64; 0 until drawn, 0 for greedy.
-    pub const SEED: usize = 128;
-    /// The slot hash the seed was drawn from, 32 bytes; zero otherwise.
-    pub const SLOT_HASH: usize = 136;
-    /// 1 while the run's text prompt is still being tokenized (the state buffer holds the
-    /// encoding's working state, curta-core's `Encoding`, not a run's state), else 0; u32.
-    pub const ENCODING: usize = 168;
+    use super::RUN_LAYOUT as L;
+    pub const MAGIC: usize = L.offset("magic");
+    pub const VERSION: usize = L.offset("version");
+    pub const SEED_SOURCE: usize = L.offset("seed_source");
+    pub const NONCE: usize = L.offset("nonce");
+    pub const MODEL: usize = L.offset("model");
+    pub const RUNNER: usize = L.offset("runner");
+    pub const STEPS_LANDED: usize = L.offset("steps_landed");
+    pub const TEXT_LEN: usize = L.offset("text_length");
+    pub const TEXT_CAPACITY: usize = L.offset("text_capacity");
+    pub const STATE_LEN: usize = L.offset("state_length");
+    pub const TEMPERATURE: usize = L.offset("temperature");
+    pub const TOP_P: usize = L.offset("top_p");
+    pub const RUNNER_SEED: usize = L.offset("runner_seed");
+    pub const START_SLOT: usize = L.offset("start_slot");
+    pub const SEED_SLOT: usize = L.offset("seed_slot");
+    pub const SEED: usize = L.offset("seed_in_force");
+    pub const SLOT_HASH: usize = L.offset("slot_hash");
+    pub const ENCODING: usize = L.offset("encoding");
 }
+
+const _: () = assert!(RUN_LAYOUT.fixed_len() == RUN_HEADER_LEN);
+
+pub const SEED_SOURCE_DOC: DefinedDoc = DefinedDoc {
+    name: "seed_source",
+    docs: &["Where a run's seed comes from: none (greedy, temperature 0), drawn from the chain (SHA-256 of \"curta-seed\", the runner's seed, the run address, the start slot and that slot's hash from the SlotHashes sysvar), or chosen by the runner."],
+    kind: DefinedKind::Enum(&[
+        VariantDoc::unit("none"),
+        VariantDoc::unit("drawn"),
+        VariantDoc::unit("chosen"),
+    ]),
+};
 
 /// Where a run's seed comes from (run header byte 9, StartRun data byte 25).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use pinocchio::ProgramResult;
 
 use super::shared::{creation_slot, minimum_balance, signer, system, writable};
 use crate::error::CurtaError;
+use crate::instruction::U32s;
 use crate::state::{
     all_zero, same_address, ModelAccount, MAX_SECTIONS, MIN_SECTIONS, MODEL_LEN, MODEL_SEED,
 };
@@ -17,7 +18,7 @@ pub(super) fn process_create_model(
     program_id: &Pubkey,
     accounts: &[AccountInfo],
     weights_hash: &[u8; 32],
-    section_lengths: &[u8],
+    section_lengths: U32s,
 ) -> ProgramResult {
     let [authority, model_info, system] = accounts else {
         return Err(CurtaError::WrongAccountCount.into());
@@ -28,13 +29,13 @@ pub(super) fn process_create_model(
     if !all_zero(system.key()) {
         return Err(ProgramError::IncorrectProgramId);
     }
-    let count = section_lengths.len() / 4;
+    let count = section_lengths.len();
     if !(MIN_SECTIONS..=MAX_SECTIONS).contains(&count) {
         return Err(CurtaError::InvalidSectionCount.into());
     }
     let mut declared = [0u32; MAX_SECTIONS];
-    for (length, word) in declared.iter_mut().zip(section_lengths.chunks_exact(4)) {
-        *length = curta_core::le::u32_at(word, 0);
+    for (length, declared_length) in declared.iter_mut().zip(section_lengths.iter()) {
+        *length = declared_length;
     }
     let lengths = &declared[..count];
     if lengths
@@ -93,7 +94,7 @@ pub(super) fn process_create_model(
         bump,
         authority.key(),
         weights_hash,
-        section_lengths,
+        lengths,
         total_chunks,
     )?;
     Ok(())

@@ -27,7 +27,7 @@ use pinocchio::program_error::ProgramError;
 use pinocchio::pubkey::Pubkey;
 use pinocchio::ProgramResult;
 
-use crate::instruction::InstructionData;
+use crate::instruction::{CurtaInstruction as I, RunSeeds};
 use shared::{aligned_copy, from_code};
 
 #[inline(always)]
@@ -40,34 +40,30 @@ pub fn process_instruction(
     // aligned copy makes every owner check a word-wise `same_address`.
     let mut place = core::mem::MaybeUninit::uninit();
     let program_id = aligned_copy(program_id, &mut place);
-    match InstructionData::parse(data).ok_or(ProgramError::InvalidInstructionData)? {
-        InstructionData::CreateModel {
+    match I::parse(data).ok_or(ProgramError::InvalidInstructionData)? {
+        I::CreateModel {
             weights_hash,
             section_lengths,
         } => {
             create_model::process_create_model(program_id, accounts, weights_hash, section_lengths)
         }
-        InstructionData::InitWeightAccount { section } => {
+        I::InitWeightAccount { section } => {
             init_weight_account::process_init_weight_account(program_id, accounts, section)
         }
-        InstructionData::Write { offset, bytes } => {
-            write::process_write(program_id, accounts, offset, bytes)
-        }
-        InstructionData::Seal {
+        I::Write { offset, bytes } => write::process_write(program_id, accounts, offset, bytes),
+        I::Seal {
             pass,
             chunk,
             creation,
         } => seal::process_seal(program_id, accounts, creation, pass, chunk),
-        InstructionData::Reopen => reopen::process_reopen(program_id, accounts),
-        InstructionData::Close => close::process_close(program_id, accounts),
-        InstructionData::StartRun { .. } => {
-            from_code(start_run::process_start_run(program_id, accounts, data))
-        }
-        InstructionData::Step { budget, .. } => {
-            from_code(step::process_step(program_id, accounts, budget))
-        }
-        InstructionData::CloseRun { run } => {
-            close_run::process_close_run(program_id, accounts, run)
-        }
+        I::Reopen {} => reopen::process_reopen(program_id, accounts),
+        I::Close {} => close::process_close(program_id, accounts),
+        I::StartRun { .. } => from_code(start_run::process_start_run(program_id, accounts, data)),
+        I::Step { budget, .. } => from_code(step::process_step(program_id, accounts, budget)),
+        I::CloseRun { run_seeds } => close_run::process_close_run(
+            program_id,
+            accounts,
+            run_seeds.map(|RunSeeds { model, nonce }| (model, nonce)),
+        ),
     }
 }

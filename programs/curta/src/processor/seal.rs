@@ -44,27 +44,7 @@ pub(super) fn process_seal(
     if creation != model.creation() {
         return Err(CurtaError::StaleCreation.into());
     }
-    // Chunk 0 begins a pass of an Open model (its cursor is 0); every later chunk moves the
-    // pass of a Sealing one (its cursor past 0): a start seal during a pass, or a crank before
-    // one began, is WrongState.
-    if let Some(authority) = authority {
-        authority_signs(model.authority(), authority)?;
-        model.state().require(&[ModelState::Open])?;
-        // Sealing is reached only by a chunk 0 that found every account bound, and no
-        // account is bound outside Open: only an Open model can lack one. Section zero's is
-        // checked here, the others' as they are frozen (`freeze_later`).
-        if all_zero(model.weight_account(0)) {
-            return Err(CurtaError::WeightAccountsMissing.into());
-        }
-        if weights.len() + 1 != model.section_count() {
-            return Err(CurtaError::WrongAccountCount.into());
-        }
-    } else {
-        model.state().require(&[ModelState::Sealing])?;
-    }
-    if pass != model.seal_pass() {
-        return Err(CurtaError::StalePass.into());
-    }
+    check_pass(&model, authority, weights, pass)?;
     // Seals are order-free: the chunk hashed is always the one at the cursor. `chunk` makes
     // the transaction unique: one of the cursor's section's chunks when the seal carries that
     // section alone; any chunk of the model when it carries every section (the cursor's
@@ -113,6 +93,37 @@ pub(super) fn process_seal(
     let cursor = cursor + 1;
     if end == declared_length as usize && cursor < model.total_chunks() {
         model.set_seal_section(section + 1, cursor);
+    }
+    Ok(())
+}
+
+/// Chunk 0 begins a pass of an Open model (its cursor is 0); every later chunk moves the pass of
+/// a Sealing one (its cursor past 0): a start seal during a pass, or a crank before one began, is
+/// WrongState. Either way the seal names the model's current pass.
+#[inline(always)]
+fn check_pass(
+    model: &ModelAccount,
+    authority: Option<&AccountInfo>,
+    weights: &[AccountInfo],
+    pass: u32,
+) -> ProgramResult {
+    if let Some(authority) = authority {
+        authority_signs(model.authority(), authority)?;
+        model.state().require(&[ModelState::Open])?;
+        // Sealing is reached only by a chunk 0 that found every account bound, and no
+        // account is bound outside Open: only an Open model can lack one. Section zero's is
+        // checked here, the others' as they are frozen (`freeze_later`).
+        if all_zero(model.weight_account(0)) {
+            return Err(CurtaError::WeightAccountsMissing.into());
+        }
+        if weights.len() + 1 != model.section_count() {
+            return Err(CurtaError::WrongAccountCount.into());
+        }
+    } else {
+        model.state().require(&[ModelState::Sealing])?;
+    }
+    if pass != model.seal_pass() {
+        return Err(CurtaError::StalePass.into());
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use super::shared::{
     prompt_buffer, sealed_model, signer, weight_account, writable,
 };
 use crate::error::CurtaError;
-use crate::instruction::{InstructionData, Prompt};
+use crate::instruction::{CurtaInstruction, Prompt};
 use crate::run::{
     run_len, run_seed_bytes, RunAccount, RunStart, SeedSource, RUN_HEADER_LEN, TEXT_PER_STEP,
 };
@@ -26,19 +26,16 @@ use curta_interface::cost::START_ENCODE_BUDGET;
 /// the error code out (0 for success).
 #[inline(never)]
 pub(super) fn process_start_run(program_id: &Pubkey, accounts: &[AccountInfo], data: &[u8]) -> u64 {
-    let Some(InstructionData::StartRun {
+    let Some(CurtaInstruction::StartRun {
         nonce,
         steps,
         temperature,
         top_p,
         seed,
-        source,
+        seed_source: source,
         prompt,
-    }) = InstructionData::parse(data)
+    }) = CurtaInstruction::parse(data)
     else {
-        return error_code(Err(ProgramError::InvalidInstructionData));
-    };
-    let Some(source) = SeedSource::from_u8(source) else {
         return error_code(Err(ProgramError::InvalidInstructionData));
     };
     let settings = Settings {
@@ -68,21 +65,7 @@ fn start_run(
     writable(run_info)?;
     signer(runner)?;
     let (config, model_data) = sealed_model(model_info, program_id)?;
-    if !same_address(zero_info.key(), weight_account(model_data, 0)) {
-        return Err(CurtaError::WeightAddressMismatch.into());
-    }
-    owned(zero_info, program_id)?;
-    // SAFETY: read-only for the whole instruction; no mutable borrow of it exists (its
-    // address is the model's section zero account, neither the run nor the model).
-    let zero = unsafe { zero_info.borrow_data_unchecked() };
-    let header = WeightFields::parse(zero)?;
-    header.belongs_to(
-        model_info.key(),
-        0,
-        header.length,
-        weight_account(model_data, 0),
-        zero_info.key(),
-    )?;
+    let zero = section_zero(program_id, model_info, model_data, zero_info)?;
 
     owned(run_info, program_id)?;
     let seed = run_seed_bytes(model_info.key(), nonce);
@@ -148,14 +131,41 @@ fn start_run(
         }
         Prompt::Tokens(ids) => {
             let tokens = prompt_buffer();
-            let count = ids.len() / 4;
+            let count = ids.len();
             if count > tokens.len() {
                 return Err(CurtaError::InvalidRun.into());
             }
-            for (slot, id) in tokens.iter_mut().zip(ids.chunks_exact(4)) {
-                *slot = curta_core::le::u32_at(id, 0);
+            for (slot, id) in tokens.iter_mut().zip(ids.iter()) {
+                *slot = id;
             }
             from_code(start_engine(&mut run, &model, &tokens[..count]))
         }
     }
+}
+
+/// The data of the model's section zero weight account, checked to be the one the model
+/// recorded, owned by the program and bound to the model.
+#[inline(always)]
+fn section_zero<'z>(
+    program_id: &Pubkey,
+    model_info: &AccountInfo,
+    model_data: &[u8],
+    zero_info: &'z AccountInfo,
+) -> Result<&'z [u8], ProgramError> {
+    if !same_address(zero_info.key(), weight_account(model_data, 0)) {
+        return Err(CurtaError::WeightAddressMismatch.into());
+    }
+    owned(zero_info, program_id)?;
+    // SAFETY: read-only for the whole instruction; no mutable borrow of it exists (its
+    // address is the model's section zero account, neither the run nor the model).
+    let zero = unsafe { zero_info.borrow_data_unchecked() };
+    let header = WeightFields::parse(zero)?;
+    header.belongs_to(
+        model_info.key(),
+        0,
+        header.length,
+        weight_account(model_data, 0),
+        zero_info.key(),
+    )?;
+    Ok(zero)
 }
