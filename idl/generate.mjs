@@ -324,8 +324,12 @@ const definedTypes = [
   {
     kind: 'definedTypeNode',
     name: 'modelState',
-    docs: ['1 Open, 2 Sealing, 3 Mismatch, 4 Sealed (0 is not a model).'],
+    docs: [
+      '1 Open, 2 Sealing, 3 Mismatch, 4 Sealed; 0 is an account the program never initialized, not a model.',
+      "Every variant's discriminator is its index (Codama's JavaScript renderer reads the index only).",
+    ],
     type: enumOf([
+      ['uninitialized', 0],
       ['open', 1],
       ['sealing', 2],
       ['mismatch', 3],

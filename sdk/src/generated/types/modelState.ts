@@ -15,8 +15,12 @@ import {
   type FixedSizeEncoder,
 } from '@solana/kit'
 
-/** 1 Open, 2 Sealing, 3 Mismatch, 4 Sealed (0 is not a model). */
+/**
+ * 1 Open, 2 Sealing, 3 Mismatch, 4 Sealed; 0 is an account the program never initialized, not a model.
+ * Every variant's discriminator is its index (Codama's JavaScript renderer reads the index only).
+ */
 export enum ModelState {
+  Uninitialized,
   Open,
   Sealing,
   Mismatch,
