@@ -8,7 +8,7 @@
 import { type Address, createAddressWithSeed, getAddressEncoder } from '@solana/kit'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { CurtaAccountError } from './errors.js'
-import { RUN_DISCRIMINATOR, getRunDecoder } from './generated/index.js'
+import { RUN_DISCRIMINATOR, type Run, getRunDecoder } from './generated/index.js'
 import { toHex } from './hash.js'
 import { type Config, CONFIG_FIELDS } from './layout.js'
 import { type SeedSourceName, SEED_SOURCES } from './program.js'
@@ -74,30 +74,12 @@ export function runAddress(programId: Address, runner: Address, model: Address, 
 export type RunStatus = 'running' | 'ended' | 'done'
 const STATUSES: Record<number, RunStatus> = { 0: 'running', 1: 'ended', 2: 'done' }
 
-export interface RunAccount {
-  version: number
+/**
+ * A run account: the generated `Run` header's fields (their docs are the IDL's) but the magic, the
+ * reserved bytes and the body, with the seed source by name, then what the body holds.
+ */
+export type RunAccount = Omit<Run, 'magic' | 'reserved10' | 'reserved172' | 'body' | 'seedSource' | 'slotHash' | 'encoding'> & {
   seedSource: SeedSourceName
-  nonce: number
-  model: Address
-  runner: Address
-  /** Every Step that landed, anyone's. */
-  stepsLanded: number
-  textLength: number
-  textCapacity: number
-  stateLength: number
-  /** 16 fractional bits; 0 is greedy. */
-  temperature: number
-  /** 16 fractional bits. */
-  topP: number
-  /** The runner's seed, as StartRun gave it. */
-  runnerSeed: bigint
-  /** The slot StartRun landed in. */
-  startSlot: bigint
-  /** Drawn: the slot whose hash was drawn (the start slot), 0 before the draw. */
-  seedSlot: bigint
-  /** The seed the run samples with: drawn (0 until drawn), the runner's when chosen, 0 when greedy. */
-  seedInForce: bigint
-  /** Drawn: the slot hash the seed was drawn from; zero otherwise. */
   slotHash: Uint8Array
   /**
    * The text prompt is still being tokenized (header byte 168): the state buffer holds the
@@ -124,7 +106,6 @@ export interface RunAccount {
   finished: boolean
 }
 
-
 const ascii = (bytes: ArrayLike<number>) => String.fromCharCode(...Array.from(bytes))
 const addressBytes = (a: Address): Uint8Array => new Uint8Array(getAddressEncoder().encode(a))
 
@@ -147,25 +128,8 @@ export function decodeRunAccount(data: Uint8Array, address?: string): RunAccount
     throw bad('data length', `${RUN_HEADER_LEN} + state length ${h.stateLength} + text capacity ${h.textCapacity}`, `${data.length} bytes`)
   if (h.textLength > h.textCapacity) throw bad('text length (byte 84)', `at most the capacity ${h.textCapacity}`, `${h.textLength}`)
   if (h.stateLength < STATE_HEADER_LEN) throw bad('state length (byte 92)', `at least ${STATE_HEADER_LEN}`, `${h.stateLength}`)
-  const header = {
-    version: h.version,
-    seedSource,
-    nonce: h.nonce,
-    model: h.model,
-    runner: h.runner,
-    stepsLanded: h.stepsLanded,
-    textLength: h.textLength,
-    textCapacity: h.textCapacity,
-    stateLength: h.stateLength,
-    temperature: h.temperature,
-    topP: h.topP,
-    runnerSeed: h.runnerSeed,
-    startSlot: h.startSlot,
-    seedSlot: h.seedSlot,
-    seedInForce: h.seedInForce,
-    slotHash: Uint8Array.from(h.slotHash),
-    encoding: h.encoding === 1,
-  }
+  const { magic: _m, reserved10: _r10, reserved172: _r172, body: _b, ...fields } = h
+  const header = { ...fields, seedSource, slotHash: Uint8Array.from(h.slotHash), encoding: h.encoding === 1 }
   const textAt = RUN_HEADER_LEN + h.stateLength
   const text = data.slice(textAt, textAt + h.textLength)
   if (header.encoding) {
