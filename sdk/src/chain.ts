@@ -9,20 +9,19 @@ import {
   type Address,
   type GetAccountInfoApi,
   type Rpc,
-  address as toAddress,
   createAddressWithSeed,
   getAddressEncoder,
   getBase64Encoder,
-  getProgramDerivedAddress,
 } from '@solana/kit'
-import { type ModelAccount, type WeightHeader, WEIGHT_HEADER_LEN, MODEL_SEED, decodeModelAccount, decodeWeightHeader } from './accounts.js'
+import { type ModelAccount, type WeightHeader, WEIGHT_HEADER_LEN, decodeModelAccount, decodeWeightHeader } from './accounts.js'
+import { CURTA_PROGRAM_ADDRESS, findModelPda } from './generated/index.js'
 import { SectionZero } from './artifact.js'
 import { CurtaAccountError } from './errors.js'
 import { CHUNK_LEN } from './layout.js'
 import { WeightsHasher, toHex } from './hash.js'
 
-/** The program id of the Curta program (programs/curta/src/lib.rs). */
-export const CURTA_PROGRAM_ID = toAddress('EK9jqHnajPuMkoe66Go1ASMV1KQG9RctaRcrGcgs3Qqn')
+/** The program id of the Curta program (the IDL's, programs/curta/src/lib.rs's): the generated `CURTA_PROGRAM_ADDRESS`. */
+export const CURTA_PROGRAM_ID: Address = CURTA_PROGRAM_ADDRESS
 
 const addressEncoder = getAddressEncoder()
 
@@ -33,10 +32,7 @@ export async function modelAddress(
   weightsHash: Uint8Array,
 ): Promise<{ address: Address; bump: number }> {
   if (weightsHash.length !== 32) throw new TypeError(`a weights hash is 32 bytes, got ${weightsHash.length}`)
-  const [address, bump] = await getProgramDerivedAddress({
-    programAddress: programId,
-    seeds: [MODEL_SEED, addressEncoder.encode(authority), weightsHash],
-  })
+  const [address, bump] = await findModelPda({ authority, weightsHash }, { programAddress: programId })
   return { address, bump }
 }
 

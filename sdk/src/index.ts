@@ -11,47 +11,20 @@ export { weightsCommitment, WeightsHasher, chunkCount, totalChunks, toHex, fromH
 export type { HashOptions, HashProgress } from './hash.js'
 export { CurtaError, CurtaFormatError, CurtaAccountError } from './errors.js'
 export * from './layout.js'
-export {
-  decodeModelAccount,
-  decodeWeightHeader,
-  MODEL_LEN,
-  WEIGHT_HEADER_LEN,
-  MODEL_MAGIC,
-  WEIGHT_MAGIC,
-  MODEL_SEED,
-  MODEL_FIELD,
-  WEIGHT_FIELD,
-} from './accounts.js'
-export type { ModelAccount, ModelState, WeightHeader } from './accounts.js'
+// The program's instruction builders, account codecs, defined types, model PDA and error codes,
+// rendered from idl/curta.json by Codama (src/generated/; docs/idl.md).
+export * from './generated/index.js'
+export { decodeModelAccount, decodeWeightHeader, WEIGHT_HEADER_LEN, LAYOUT_VERSION } from './accounts.js'
+export type { ModelAccount, ModelStateName, WeightHeader } from './accounts.js'
 export { CURTA_PROGRAM_ID, modelAddress, weightSeed, weightAddress, fetchModel, verifyModel } from './chain.js'
 export type { VerifyOptions, VerifyProgress, VerifyResult } from './chain.js'
 export { Runner, CurtaRunError, negLogLikelihood, engineModule, engineBytes } from './run.js'
 export type { GenerateOptions, GeneratedToken, Generation, Progress, Scores } from './run.js'
-export {
-  TAG,
-  SEED_SOURCES,
-  SLOT_HASHES_SYSVAR,
-  SYSTEM_PROGRAM_ID,
-  MAX_WRITE_BYTES,
-  MAX_STEP_BUDGET,
-  PROGRAM_ERRORS,
-  programError,
-  createModelInstruction,
-  initWeightAccountInstruction,
-  writeInstruction,
-  sealInstruction,
-  reopenInstruction,
-  closeInstruction,
-  startRunInstruction,
-  stepInstruction,
-  closeRunInstruction,
-} from './program.js'
-export type { AccountInput, ProgramOption, RunPrompt, SeedSource, StartRunArgs } from './program.js'
+export { MAX_WRITE_BYTES, MAX_STEP_BUDGET, SEED_SOURCES, programError, promptArgs, seedSourceCode, sealInstruction } from './program.js'
+export type { RunPrompt, SeedSourceName } from './program.js'
 export {
   RUN_HEADER_LEN,
-  RUN_MAGIC,
   RUN_VERSION,
-  RUN_FIELD,
   STATE_FIELD,
   STATE_HEADER_LEN,
   TEXT_PER_STEP,
@@ -62,15 +35,11 @@ export {
   decodeRunAccount,
   completeUtf8,
   drawnSeed,
-  fetchRun,
-  runTrust,
-  computeUnitLimitInstruction,
-  createAccountWithSeedInstruction,
-  CurtaTransactionError,
-  sendInstructions,
-  startRun,
-  stepRun,
-  closeRun,
-  watchRun,
-} from './runs.js'
-export type { RunAccount, RunRule, RunStatus, RunTrust, RunRpc, RunUpdate, SendOptions, StartRunOptions, StepRunOptions } from './runs.js'
+} from './run-account.js'
+export type { RunAccount, RunStatus } from './run-account.js'
+export { fetchRun, runTrust } from './trust.js'
+export type { RunRule, RunTrust } from './trust.js'
+export { SYSTEM_PROGRAM_ID, computeUnitLimitInstruction, createAccountWithSeedInstruction, CurtaTransactionError, sendInstructions } from './send.js'
+export type { RunRpc, SendOptions } from './send.js'
+export { startRun, stepRun, closeRun, watchRun } from './runs.js'
+export type { RunUpdate, StartRunOptions, StepRunOptions } from './runs.js'

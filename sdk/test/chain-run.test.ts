@@ -27,7 +27,7 @@ import {
   runTrust,
   sendInstructions,
   startRun,
-  stepInstruction,
+  getStepInstruction,
   stepRun,
   watchRun,
   type RunUpdate,
@@ -191,7 +191,7 @@ test('a run whose seed is drawn from the chain: recorded as drawn, and a step in
   assert.deepEqual([started.account.seedSlot, started.account.seedInForce], [0n, 0n])
   assert.deepEqual([...started.account.slotHash], Array(32).fill(0))
   const model = await fetchModel(rpc, address(info.model))
-  const step = stepInstruction({ run: started.run, model: address(info.model), weights: model.weightAccounts as Address[], ticket: 1, budget: 1_175_000 })
+  const step = getStepInstruction({ run: started.run, model: address(info.model), weights: model.weightAccounts as Address[], ticket: 1, budget: 1_175_000 })
   await assert.rejects(
     sendInstructions(rpc, stranger, [computeUnitLimitInstruction(1_250_000), step]),
     (e: unknown) => e instanceof CurtaTransactionError && e.code === 'SeedNotReady' && e.details.code === 42,
