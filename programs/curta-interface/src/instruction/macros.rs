@@ -30,16 +30,20 @@ macro_rules! instructions {
             #[inline(always)]
             pub fn parse(data: &$lt [u8]) -> Option<Self> {
                 let (&tag, _) = data.split_first()?;
-                let mut rest = Reader::new(data, 1);
-                let instruction = match tag {
+                match tag {
                     $(
-                        $tag => CurtaInstruction::$variant {
-                            $( $field: <$ty as Wire<$lt>>::read(&mut rest)? ),*
-                        },
+                        $tag => {
+                            let known = 1 + fixed_prefix(&[$(<$ty as Wire<$lt>>::SIZE),*]);
+                            #[allow(unused_mut)]
+                            let mut rest = Reader::new(data, 1, known)?;
+                            let instruction = CurtaInstruction::$variant {
+                                $( $field: <$ty as Wire<$lt>>::read(&mut rest)? ),*
+                            };
+                            rest.is_done().then_some(instruction)
+                        }
                     )*
-                    _ => return None,
-                };
-                rest.is_done().then_some(instruction)
+                    _ => None,
+                }
             }
 
             /// The instruction's wire bytes.

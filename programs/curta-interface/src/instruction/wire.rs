@@ -11,6 +11,8 @@ use alloc::vec::Vec;
 pub trait Wire<'a>: Sized {
     /// How the IDL describes it.
     const TYPE: TypeDoc;
+    /// The bytes every value takes, when that is fixed.
+    const SIZE: Option<usize> = None;
     /// Reads the field at the reader's position and moves past it; `None` when the bytes are
     /// too few or not a value of the type.
     fn read(data: &mut Reader<'a>) -> Option<Self>;
@@ -19,17 +21,35 @@ pub trait Wire<'a>: Sized {
     fn write(&self, out: &mut Vec<u8>);
 }
 
+/// The bytes of the fields of fixed size before the first of another size.
+pub const fn fixed_prefix(sizes: &[Option<usize>]) -> usize {
+    let mut total = 0;
+    let mut i = 0;
+    while i < sizes.len() {
+        match sizes[i] {
+            Some(size) => total += size,
+            None => return total,
+        }
+        i += 1;
+    }
+    total
+}
+
 /// Instruction data and the position of the next field in it.
 pub struct Reader<'a> {
     data: &'a [u8],
     at: usize,
+    /// Bytes the data is known to hold (checked when the reader was made): the instruction's
+    /// tag and its fields of fixed size.
+    known: usize,
 }
 
 impl<'a> Reader<'a> {
-    /// A reader of `data` past its first `at` bytes.
+    /// A reader of `data` past its first `at` bytes, or `None` when the data is shorter than
+    /// `known` bytes (every instruction's tag and leading fields of fixed size).
     #[inline(always)]
-    pub fn new(data: &'a [u8], at: usize) -> Self {
-        Reader { data, at }
+    pub fn new(data: &'a [u8], at: usize, known: usize) -> Option<Self> {
+        (data.len() >= known).then_some(Reader { data, at, known })
     }
 
     /// Whether every byte was read.
@@ -55,12 +75,47 @@ impl<'a> Reader<'a> {
     }
 
     /// The little-endian integer of the next `N` (at most 8) bytes.
+    ///
+    /// The runtime places instruction data at an 8-byte aligned address, but the fields follow
+    /// the one-byte tag, at odd offsets: LLVM's BPF backend reads such a field as a byte load and
+    /// a shift per byte. A field among the leading fixed ones of aligned data is cut from the
+    /// aligned words it spans instead (the parse is inlined: its offset, the words and the
+    /// shifts are constants).
     #[inline(always)]
     fn int<const N: usize>(&mut self) -> Option<u64> {
+        let at = self.at;
         let bytes = self.take::<N>()?;
+        if at + N > self.known || self.data.as_ptr() as usize & 7 != 0 {
+            let mut word = [0; 8];
+            word[..N].copy_from_slice(bytes);
+            return Some(u64::from_le_bytes(word));
+        }
+        let shift = 8 * (at % 8) as u32;
+        let mut value = self.word(at / 8) >> shift;
+        if at % 8 + N > 8 {
+            value |= self.word(at / 8 + 1) << (64 - shift);
+        }
+        Some(if N == 8 {
+            value
+        } else {
+            value & ((1 << (8 * N)) - 1)
+        })
+    }
+
+    /// Word `i` of the known bytes of aligned data, the bytes past them zero.
+    #[inline(always)]
+    fn word(&self, i: usize) -> u64 {
+        if 8 * i + 8 <= self.known {
+            let bytes = &self.data[8 * i..8 * i + 8];
+            // SAFETY: 8 readable bytes at an 8-byte aligned address (the caller checked the
+            // data's alignment). Volatile: a plain load LLVM merges with the byte-wise branch
+            // into one unaligned load, which is byte loads again.
+            return u64::from_le(unsafe { (bytes.as_ptr() as *const u64).read_volatile() });
+        }
+        let tail = &self.data[8 * i..self.known];
         let mut word = [0; 8];
-        word[..N].copy_from_slice(bytes);
-        Some(u64::from_le_bytes(word))
+        word[..tail.len()].copy_from_slice(tail);
+        u64::from_le_bytes(word)
     }
 }
 
@@ -68,6 +123,7 @@ macro_rules! integer {
     ($ty:ty, $doc:expr) => {
         impl<'a> Wire<'a> for $ty {
             const TYPE: TypeDoc = $doc;
+            const SIZE: Option<usize> = Some(core::mem::size_of::<$ty>());
             #[inline(always)]
             fn read(data: &mut Reader<'a>) -> Option<Self> {
                 data.int::<{ core::mem::size_of::<$ty>() }>()
@@ -88,6 +144,7 @@ integer!(u64, TypeDoc::U64);
 /// 32 bytes: a hash.
 impl<'a> Wire<'a> for &'a [u8; 32] {
     const TYPE: TypeDoc = TypeDoc::Bytes(32);
+    const SIZE: Option<usize> = Some(32);
     #[inline(always)]
     fn read(data: &mut Reader<'a>) -> Option<Self> {
         data.take()
@@ -178,6 +235,7 @@ impl<'a> Wire<'a> for U32s<'a> {
 /// A byte: 0 none, 1 drawn, 2 chosen.
 impl<'a> Wire<'a> for SeedSource {
     const TYPE: TypeDoc = TypeDoc::Defined("seed_source");
+    const SIZE: Option<usize> = Some(1);
     #[inline(always)]
     fn read(data: &mut Reader<'a>) -> Option<Self> {
         SeedSource::from_u8(u8::read(data)?)
@@ -246,9 +304,21 @@ mod tests {
                     Some(u64::from_le_bytes(word))
                 };
                 for data in [aligned, unaligned] {
-                    assert_eq!(Reader::new(data, at).int::<1>(), expect(1), "{len} {at}");
-                    assert_eq!(Reader::new(data, at).int::<4>(), expect(4), "{len} {at}");
-                    assert_eq!(Reader::new(data, at).int::<8>(), expect(8), "{len} {at}");
+                    assert_eq!(
+                        Reader::new(data, at, len).unwrap().int::<1>(),
+                        expect(1),
+                        "{len} {at}"
+                    );
+                    assert_eq!(
+                        Reader::new(data, at, len).unwrap().int::<4>(),
+                        expect(4),
+                        "{len} {at}"
+                    );
+                    assert_eq!(
+                        Reader::new(data, at, len).unwrap().int::<8>(),
+                        expect(8),
+                        "{len} {at}"
+                    );
                 }
             }
         }
