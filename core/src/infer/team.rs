@@ -350,9 +350,32 @@ fn part(job: Job, i: usize) {
     IN_PART.set(false);
 }
 
+/// Runs a split of a run's work: `run(threads)` with the threads to split it across now (one
+/// while the team is solo, `threads` otherwise), timed for the team's pace. A solo split is
+/// the one-thread path itself, not the team's parts in turn. Inside another split's part, or
+/// with one thread, `run(1)` untimed.
+pub fn split<R>(threads: usize, run: impl FnOnce(usize) -> R) -> R {
+    split_on(&TEAM, threads, run)
+}
+
+fn split_on<R>(team: &Mutex<Option<Team>>, threads: usize, run: impl FnOnce(usize) -> R) -> R {
+    if threads <= 1 || IN_PART.get() {
+        return run(1);
+    }
+    let lock = || team.lock().unwrap_or_else(|p| p.into_inner());
+    let solo = sized(&mut lock(), threads).pace.solo;
+    let began = Instant::now();
+    let result = run(if solo { 1 } else { threads });
+    if let Some(team) = lock().as_mut() {
+        team.pace.record(began, Instant::now());
+    }
+    result
+}
+
 /// Runs `f(i, items[i])` for every item, across up to `threads` threads (the calling thread
-/// and the process's team of helpers); returns Σ f. With one thread or one item, inside
-/// another split's part, or while the team is solo, on the calling thread alone.
+/// and the process's team of helpers); returns Σ f. With one thread or one item, or inside
+/// another split's part, on the calling thread alone. Call it inside [`split`], which keeps the
+/// team's pace.
 pub fn sum_parts<T: Send>(
     threads: usize,
     items: Vec<T>,
@@ -366,7 +389,6 @@ pub fn sum_parts<T: Send>(
     if threads <= 1 || parts <= 1 || IN_PART.get() {
         return alone(items);
     }
-    let began = Instant::now();
     // Runs on other threads take turns, a split at a time. A panic in a part poisons the lock;
     // the team itself is whole again after it.
     let mut team = TEAM.lock().unwrap_or_else(|p| p.into_inner());
@@ -375,11 +397,6 @@ pub fn sum_parts<T: Send>(
         drop(team);
         return alone(items);
     }
-    if member.pace.solo {
-        let total = alone(items);
-        member.pace.record(began, Instant::now());
-        return total;
-    }
     let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
     let total = AtomicI64::new(0);
     member.run(parts, &|i| {
@@ -387,7 +404,6 @@ pub fn sum_parts<T: Send>(
         let item = item.expect("each part's item is taken once");
         total.fetch_add(f(i, item), Relaxed);
     });
-    member.pace.record(began, Instant::now());
     total.into_inner()
 }
 
@@ -574,5 +590,22 @@ mod tests {
             "after {} splits",
             splits + 1
         );
+    }
+
+    #[test]
+    fn a_solo_split_is_the_one_thread_path_and_is_timed() {
+        let team = Mutex::new(Some(Team::new(1)));
+        let set_solo = |solo: bool| team.lock().unwrap().as_mut().unwrap().pace.solo = solo;
+        let splits = || team.lock().unwrap().as_ref().unwrap().pace.splits;
+        set_solo(true);
+        let before = splits();
+        assert_eq!(split_on(&team, 2, |threads| threads), 1);
+        assert_eq!(splits(), before + 1, "a solo split counts in the pace's window");
+        set_solo(false);
+        assert_eq!(split_on(&team, 2, |threads| threads), 2);
+        assert_eq!(splits(), before + 2);
+        // One thread asked for: no team, no pace.
+        assert_eq!(split_on(&team, 1, |threads| threads), 1);
+        assert_eq!(splits(), before + 2);
     }
 }

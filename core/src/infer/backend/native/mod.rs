@@ -191,13 +191,12 @@ impl Backend for Native {
     fn write_products(products: &mut [Product], input: &Input) {
         #[cfg(feature = "std")]
         if input.threads > 1 && work(products) >= PARALLEL_WORK {
-            return products_split(products, input);
+            return crate::infer::team::split(input.threads, |threads| match threads {
+                1 => products_in_turn(products, input),
+                _ => products_split(products, input, threads),
+            });
         }
-        for product in products {
-            for &(m, write) in product.matrices {
-                rows_to(&m, product.rows.clone(), input, product.out, write);
-            }
-        }
+        products_in_turn(products, input)
     }
 
     /// The gate's and the up rows in one split ([`Native::write_products`]).
@@ -237,15 +236,9 @@ impl Backend for Native {
             && heads.len() > 1
             && 2 * heads.len() * (layer.pos as usize + 1) * head_size >= PARALLEL_WORK
         {
-            let per = heads.len().div_ceil(scratch.threads);
-            let parts = heads.len().div_ceil(per);
-            let positions = 4 * (layer.pos as usize + 1);
-            let mut own = std::vec![0u8; (parts - 1) * positions];
-            let mut atts: std::vec::Vec<&mut [u8]> = own.chunks_exact_mut(positions).collect();
-            atts.push(att);
-            let items = xb.chunks_mut(4 * per * head_size).zip(atts).collect();
-            return crate::infer::team::sum_parts(scratch.threads, items, |i, (out, att)| {
-                heads_in_turn::<Native>(layer, heads.start + i * per, att, out, scratch)
+            return crate::infer::team::split(scratch.threads, |threads| match threads {
+                1 => heads_in_turn::<Native>(layer, heads.start, att, xb, scratch),
+                _ => heads_split(layer, heads, att, xb, scratch, threads),
             });
         }
         heads_in_turn::<Native>(layer, heads.start, att, xb, scratch)
@@ -268,25 +261,56 @@ fn work(products: &[Product]) -> usize {
         .sum()
 }
 
-/// [`Native::write_products`] split across the input's threads.
+/// Every product's rows on the calling thread.
+fn products_in_turn(products: &mut [Product], input: &Input) {
+    for product in products {
+        for &(m, write) in product.matrices {
+            rows_to(&m, product.rows.clone(), input, product.out, write);
+        }
+    }
+}
+
+/// A layer's heads split across `threads` threads ([`Native::attention_heads`]).
 #[cfg(feature = "std")]
-fn products_split(products: &mut [Product], input: &Input) {
+fn heads_split(
+    layer: &Layer,
+    heads: Range<usize>,
+    att: &mut [u8],
+    xb: &mut [u8],
+    scratch: &Scratch,
+    threads: usize,
+) -> i64 {
+    let per = heads.len().div_ceil(threads);
+    let parts = heads.len().div_ceil(per);
+    let positions = 4 * (layer.pos as usize + 1);
+    let mut own = std::vec![0u8; (parts - 1) * positions];
+    let mut atts: std::vec::Vec<&mut [u8]> = own.chunks_exact_mut(positions).collect();
+    atts.push(att);
+    let items = xb.chunks_mut(4 * per * layer.head_size).zip(atts).collect();
+    crate::infer::team::sum_parts(threads, items, |i, (out, att)| {
+        heads_in_turn::<Native>(layer, heads.start + i * per, att, out, scratch)
+    })
+}
+
+/// [`Native::write_products`] split across `threads` threads.
+#[cfg(feature = "std")]
+fn products_split(products: &mut [Product], input: &Input, threads: usize) {
     // Part i: (the product, its first row, its rows' words) for each product.
     type Share<'a> = std::vec::Vec<(usize, usize, &'a mut [u8])>;
-    let mut parts: std::vec::Vec<Share> = (0..input.threads).map(|_| Share::new()).collect();
+    let mut parts: std::vec::Vec<Share> = (0..threads).map(|_| Share::new()).collect();
     let mut matrices = std::vec::Vec::with_capacity(products.len());
     for (p, product) in products.iter_mut().enumerate() {
         matrices.push(product.matrices);
         let per = product
             .rows
             .len()
-            .div_ceil(input.threads)
+            .div_ceil(threads)
             .next_multiple_of(4);
         for (i, chunk) in product.out.chunks_mut(4 * per.max(4)).enumerate() {
             parts[i].push((p, product.rows.start + i * per, chunk));
         }
     }
-    crate::infer::team::sum_parts(input.threads, parts, |_, share| {
+    crate::infer::team::sum_parts(threads, parts, |_, share| {
         for (p, start, chunk) in share {
             for &(m, write) in matrices[p] {
                 rows_to(&m, start..start + chunk.len() / 4, input, chunk, write);
