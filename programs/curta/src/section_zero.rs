@@ -303,7 +303,7 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
     let matrices = 2 + 7 * c.layers as usize;
     reserved_zero(&h, count, matrices)?;
     blocks(&h, &c, bytes.len() as u64)?;
-    descriptors(&h, &c, declared, count > 2)?;
+    descriptors(&h, &c, declared, count > 2, matrices)?;
     inv_sqrt_head_size_field(&h, &c)?;
     exp_table(bytes, &h)?;
     Ok(c)
@@ -434,13 +434,19 @@ fn blocks(h: &Words, c: &Config, end: u64) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// The matrix descriptors: the vocabulary's two, then each layer's seven (in section 1, or in
-/// section 2 + layer when `multi`, the layout of L + 2 sections). A descriptor is
-/// three aligned words: (section, columns), (rows, row bytes) and the offset; the first two
-/// are compared whole with the expected words, built once per shape (the section added per
-/// group), and the matrix's size is the shape's.
+/// The matrix descriptors, `matrices` of them: the vocabulary's two, then each layer's seven
+/// (in section 1, or in section 2 + layer when `multi`, the layout of L + 2 sections). A
+/// descriptor is three aligned words: (section, columns), (rows, row bytes) and the offset;
+/// the first two are compared whole with the expected words, built once per shape (the
+/// section added per group), and the matrix's size is the shape's.
 #[inline(always)]
-fn descriptors(h: &Words, c: &Config, declared: &[u32], multi: bool) -> Result<(), Refusal> {
+fn descriptors(
+    h: &Words,
+    c: &Config,
+    declared: &[u32],
+    multi: bool,
+    matrices: usize,
+) -> Result<(), Refusal> {
     let shape = |kind: MatrixKind| {
         let (rows, columns) = kind.shape(c);
         let row_bytes = row_length(columns);
@@ -452,7 +458,7 @@ fn descriptors(h: &Words, c: &Config, declared: &[u32], multi: bool) -> Result<(
     };
     let vocabulary = [shape(MatrixKind::TokenEmbedding); 2];
     let layer = MatrixKind::LAYER.map(shape);
-    let table = h.descriptors(2 + 7 * c.layers as usize);
+    let table = h.descriptors(matrices);
     // Each group's checks are written out (`all_fit`, not a loop with a counter) against a
     // shape array at a fixed place: a few loads and branches per descriptor, nothing spilled.
     // Only a refused group is searched for its first refused descriptor.
