@@ -2,6 +2,7 @@
 
 use crate::header::check_header_len;
 use crate::le::u32_at;
+use crate::MAX_SECTION_LEN;
 use crate::{FormatError, MatrixDescriptor, Metadata, SectionEntry, HEADER_LEN, MAX_SECTIONS};
 use crate::{ROW_WEIGHTS_OFFSET, TAG};
 
@@ -29,30 +30,42 @@ pub struct Row<'a> {
 /// Checks the tag, the configuration, that the sections tile the file exactly from byte zero,
 /// the section limits, and every descriptor's shape, alignment and bounds.
 pub fn decode(file: &[u8]) -> Result<Artifact<'_>, FormatError> {
-    check_header_len(file, "the artifact's header")?;
+    let metadata = decode_head(file, file.len() as u64)?;
+    Ok(Artifact { file, metadata })
+}
+
+/// [`decode`]'s checks made on the first bytes of a file of `file_length` bytes: `head` is
+/// the file's start, at least its first `min(file_length, MAX_SECTION_LEN)` bytes (section zero
+/// is at most [`MAX_SECTION_LEN`] bytes, so they hold it whatever the header says). Returns the
+/// checked section zero, for a reader that does not hold the matrices' bytes (the SDK's).
+pub fn decode_head(head: &[u8], file_length: u64) -> Result<Metadata<'_>, FormatError> {
+    let file_len = usize::try_from(file_length).unwrap_or(usize::MAX);
+    let head = &head[..head.len().min(file_len)];
+    debug_assert!(head.len() >= file_len.min(MAX_SECTION_LEN));
+    check_header_len(head, "the artifact's header")?;
     // Section zero's length, from section table entry 0; the metadata checks the whole table
     // against it.
-    let zero_length = SectionEntry::read(file, 0).length;
-    if file[..TAG.len()] == TAG && zero_length > file.len() as u64 {
+    let zero_length = SectionEntry::read(head, 0).length;
+    if head[..TAG.len()] == TAG && zero_length > file_length {
         return Err(FormatError::Truncated {
             what: "section zero",
             offset: 0,
             needed: zero_length,
-            available: file.len() as u64,
+            available: file_length,
         });
     }
-    let zero_end = (zero_length as usize).clamp(HEADER_LEN, file.len());
-    let metadata = Metadata::parse(&file[..zero_end])?;
+    let zero_end = (zero_length as usize).clamp(HEADER_LEN, head.len());
+    let metadata = Metadata::parse(&head[..zero_end])?;
     let last = metadata.section(metadata.section_count() - 1);
     let sections_end = last.offset + last.length;
-    if sections_end != file.len() as u64 {
+    if sections_end != file_length {
         return Err(FormatError::FileLength {
             sections_end,
-            file_length: file.len() as u64,
+            file_length,
         });
     }
     debug_assert!(metadata.section_count() <= MAX_SECTIONS);
-    Ok(Artifact { file, metadata })
+    Ok(metadata)
 }
 
 impl<'a> Artifact<'a> {

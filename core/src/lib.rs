@@ -35,7 +35,7 @@ mod metadata;
 pub mod convert;
 
 pub use declared::DeclaredError;
-pub use decode::{decode, Artifact, Matrix, Row};
+pub use decode::{decode, decode_head, Artifact, Matrix, Row};
 pub use error::FormatError;
 pub use exp_table::{EXP_TABLE, EXP_TABLE_BYTES};
 pub use hash::{chain_chunk, chunk_count, sha256, total_chunks, weights_hash, WeightsHasher};

@@ -228,3 +228,49 @@ fn sorted_ids_and_token_offsets_are_checked_on_access() {
         })
     );
 }
+
+/// `decode_head` on the file's first `min(length, MAX_SECTION_LEN)` bytes and its length finds
+/// what `decode` finds on the whole file: the same metadata, or the same error.
+#[test]
+fn decode_head_checks_what_decode_checks() {
+    use curta_core::{decode_head, MAX_SECTION_LEN};
+    fn head_of(a: &[u8]) -> Result<curta_core::Metadata<'_>, FormatError> {
+        decode_head(&a[..a.len().min(MAX_SECTION_LEN)], a.len() as u64)
+    }
+    let a = artifact();
+    let whole = decode(&a).unwrap();
+    let head = head_of(&a).unwrap();
+    assert_eq!(head.bytes(), whole.metadata().bytes());
+    assert_eq!(head.config(), whole.config());
+    // A longer head (the whole file) is cut at the file's length.
+    assert_eq!(
+        decode_head(&a, a.len() as u64 - 8).unwrap_err(),
+        FormatError::FileLength {
+            sections_end: a.len() as u64,
+            file_length: a.len() as u64 - 8
+        }
+    );
+    let mut damaged = a.clone();
+    damaged[12] = 0xff;
+    assert_eq!(
+        head_of(&damaged).unwrap_err(),
+        decode(&damaged).unwrap_err()
+    );
+    assert_eq!(
+        head_of(&a[..100]).unwrap_err(),
+        decode(&a[..100]).unwrap_err()
+    );
+    let short = &a[..a.len() - 1];
+    assert_eq!(head_of(short).unwrap_err(), decode(short).unwrap_err());
+    // A file past MAX_SECTION_LEN whose section zero is said to be longer than a section can
+    // be: the head holds MAX_SECTION_LEN bytes of it, and both refuse its length.
+    let mut big = a.clone();
+    big.resize(MAX_SECTION_LEN + 16, 0);
+    put64(&mut big, 136, MAX_SECTION_LEN as u64 + 8);
+    let error = decode(&big).unwrap_err();
+    assert!(
+        matches!(error, FormatError::SectionLength { section: 0, .. }),
+        "{error}"
+    );
+    assert_eq!(head_of(&big).unwrap_err(), error);
+}

@@ -62,6 +62,9 @@ fn stories15m_shape_has_the_specs_numbers() {
     check_all_rows(&art, &ck);
     let decoded = curta_core::decode(&art).unwrap();
     assert_eq!(decoded.section_count(), 8);
+    // The SDK's reader: the first MAX_SECTION_LEN bytes of the 17 MB file and its length.
+    let head = curta_core::decode_head(&art[..curta_core::MAX_SECTION_LEN], art.len() as u64);
+    assert_eq!(head.unwrap().bytes(), decoded.metadata().bytes());
     assert_eq!(
         curta_core::weights_hash(decoded.sections()),
         chain(&sections(&art))

@@ -1,40 +1,27 @@
 /**
  * Reading an artifact in place: section zero's header, section table, matrix descriptors and
- * blocks, and the sections as views of the file. The checks are those of curta-core's
- * `Metadata::parse` and `decode`, in the same order, with the same errors.
+ * blocks, and the sections as views of the file. The checks are curta-core's own, `decode` and
+ * `Metadata::parse` run in the embedded WebAssembly module (sdk/wasm): it returns the facts
+ * shown here or the Rust error, whose variant, message and fields a CurtaFormatError carries.
  */
 
-import { formatError, indexError } from './errors.js'
+import { CurtaFormatError, formatError, indexError } from './errors.js'
 import {
   type Config,
   CONFIG_FIELDS,
-  DESCRIPTOR_LEN,
   EXP_TABLE_LEN,
-  FIELD,
-  HEADER_LEN,
-  MATRIX_TABLE_OFFSET,
   MAX_SECTION_LEN,
   MAX_SECTIONS,
-  MIN_SECTIONS,
-  SECTION_ENTRY_LEN,
-  SECTION_TABLE_OFFSET,
   SILU_TABLE_LEN,
-  TAG,
   TOKEN_ENTRY_LEN,
   MAX_TOKEN_LEN,
-  headSize,
-  invSqrtHeadSize,
   matrixCount,
   matrixName,
-  matrixSection,
-  matrixShape,
   normLen,
   rotaryLen,
-  rowLength,
-  sectionCount,
-  validateConfig,
 } from './layout.js'
 import { Tokenizer } from './tokenizer.js'
+import { instantiateNow, lastError, type Exports } from './wasm.js'
 
 /** Entry i of the section table: 16 bytes at 128 + 16 × i. */
 export interface SectionEntry {
@@ -75,10 +62,58 @@ export interface TokenEntry {
   offset: number
 }
 
-const TAG_BYTES = new TextEncoder().encode(TAG)
-
 function view(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
+
+/** What curta-core's reader found in a section zero it accepted. */
+export interface SectionZeroFacts {
+  config: Config
+  sectionTable: SectionEntry[]
+  blocks: BlockOffsets
+  matrices: MatrixDescriptor[]
+  invSqrtHeadSize: number
+}
+
+/** An instance of the module that reads artifacts, and the room in its memory for the bytes. */
+let reader: { x: Exports; ptr: number; cap: number } | undefined
+
+/**
+ * curta-core's checks of `bytes` in the module: `Metadata::parse` of a section zero, or with
+ * `fileLength`, `decode_head` of a file's first bytes. Throws CurtaFormatError with the Rust
+ * error's variant, message and fields.
+ */
+function readFacts(bytes: Uint8Array, fileLength?: number): SectionZeroFacts {
+  if (!reader || bytes.length > reader.cap) {
+    // A new instance for a longer read: the old one's memory goes with it.
+    const x = instantiateNow()
+    const cap = Math.max(bytes.length, 65_536)
+    const ptr = x.curta_alloc(cap)
+    if (ptr === 0) throw new RangeError(`the artifact reader cannot hold ${bytes.length} bytes`)
+    reader = { x, ptr, cap }
+  }
+  const { x, ptr } = reader
+  new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes)
+  const failed =
+    fileLength === undefined ? x.curta_read_section_zero(ptr, bytes.length) : x.curta_read_artifact(ptr, bytes.length, BigInt(fileLength))
+  if (failed < 0) {
+    const e = lastError(x)
+    throw new CurtaFormatError(e.code, e.message, e.details)
+  }
+  // The facts' words (sdk/wasm/src/lib.rs, FACTS_LEN): the configuration, the section count,
+  // header byte 68, the block offsets, the section table, the descriptors.
+  const w = new Uint32Array(x.memory.buffer, x.curta_facts(), 16 + 2 * MAX_SECTIONS + 5 * (2 + 7 * 16))
+  const config = {} as Config
+  CONFIG_FIELDS.forEach((key, i) => (config[key] = w[i]!))
+  const sectionTable = Array.from({ length: w[7]! }, (_, i) => ({ offset: w[16 + 2 * i]!, length: w[17 + 2 * i]! }))
+  const [norm, rotary, exp, silu, tokenEntries, sortedIds, tokenStrings] = w.subarray(9, 16)
+  const matrices = Array.from({ length: matrixCount(config) }, (_, index): MatrixDescriptor => {
+    const [section, columns, rows, rowBytes, offset] = w.subarray(16 + 2 * MAX_SECTIONS + 5 * index)
+    const layer = index < 2 ? undefined : Math.floor((index - 2) / 7)
+    return { index, name: matrixName(index), layer, section: section!, columns: columns!, rows: rows!, rowBytes: rowBytes!, offset: offset! }
+  })
+  const blocks = { norm: norm!, rotary: rotary!, exp: exp!, silu: silu!, tokenEntries: tokenEntries!, sortedIds: sortedIds!, tokenStrings: tokenStrings! }
+  return { config, sectionTable, blocks, matrices, invSqrtHeadSize: w[8]! }
 }
 
 /** A checked view of section zero (curta-core's `Metadata`). */
@@ -96,142 +131,21 @@ export class SectionZero {
   private readonly view: DataView
 
   /**
-   * Reads and checks section zero: the tag, the configuration's ranges, the section count and
-   * table, that every block lies past the header and inside section zero in the spec's order,
-   * and that every matrix descriptor has its configuration's shape, its layout's section, a row
-   * length, an aligned offset and lies inside its section. Throws CurtaFormatError.
+   * Reads and checks section zero with curta-core's `Metadata::parse`: the tag, the
+   * configuration's ranges, the section count and table, every block's place and alignment,
+   * every matrix descriptor's shape, section, row length, alignment and bounds, header byte 68
+   * and the exponential table. Throws CurtaFormatError. (`facts`: what the reader found for
+   * these bytes, when it has read them already.)
    */
-  constructor(bytes: Uint8Array) {
-    if (bytes.length < HEADER_LEN) throw formatError.truncated("section zero's header", 0, HEADER_LEN, bytes.length)
-    const tag = bytes.subarray(0, 8)
-    if (!tag.every((b, i) => b === TAG_BYTES[i])) throw formatError.badTag(tag)
+  constructor(bytes: Uint8Array, facts: SectionZeroFacts = readFacts(bytes)) {
     this.bytes = bytes
     this.view = view(bytes)
-    const u32 = (at: number) => this.view.getUint32(at, true)
-    const config = {} as Config
-    CONFIG_FIELDS.forEach((key, i) => (config[key] = u32(FIELD.dim + 4 * i)))
-    validateConfig(config)
-    this.config = config
-
-    const count = u32(FIELD.sectionCount)
-    if (count < MIN_SECTIONS || count > MAX_SECTIONS)
-      throw formatError.fieldOutOfRange('section count', count, MIN_SECTIONS, MAX_SECTIONS)
-    if (count !== sectionCount(config)) throw formatError.sectionCount(count, sectionCount(config))
-    this.sectionCount = count
-    this.blocks = {
-      norm: u32(FIELD.norm),
-      rotary: u32(FIELD.rotary),
-      exp: u32(FIELD.exp),
-      silu: u32(FIELD.silu),
-      tokenEntries: u32(FIELD.tokenEntries),
-      sortedIds: u32(FIELD.sortedIds),
-      tokenStrings: u32(FIELD.tokenStrings),
-    }
-    this.checkReservedZero()
-    this.sectionTable = this.checkSections()
-    this.checkBlocks()
-    this.matrices = this.checkDescriptors()
-    this.invSqrtHeadSize = u32(FIELD.invSqrtHeadSize)
-    const expected = invSqrtHeadSize(headSize(config))
-    if (this.invSqrtHeadSize !== expected) throw formatError.invSqrtHeadSize(this.invSqrtHeadSize, expected)
-  }
-
-  /** D9: header bytes the tables leave out are zero: 72..128, past the section and matrix tables. */
-  private checkReservedZero(): void {
-    const sectionsEnd = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * this.sectionCount
-    const matricesEnd = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * matrixCount(this.config)
-    const reserved: [number, number][] = [
-      [FIELD.invSqrtHeadSize + 4, SECTION_TABLE_OFFSET],
-      [sectionsEnd, MATRIX_TABLE_OFFSET],
-      [matricesEnd, HEADER_LEN],
-    ]
-    for (const [start, end] of reserved) {
-      for (let at = start; at < end; at++) {
-        if (this.bytes[at] !== 0) throw formatError.reservedNotZero(at, this.bytes[at]!)
-      }
-    }
-  }
-
-  /** Section zero starts at zero, each section where the one before ends, 1 to 10,483,712 bytes. */
-  private checkSections(): SectionEntry[] {
-    const table: SectionEntry[] = []
-    let expectedOffset = 0n
-    for (let i = 0; i < this.sectionCount; i++) {
-      const entry = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * i
-      const offset = this.view.getBigUint64(entry, true)
-      const length = this.view.getBigUint64(entry + 8, true)
-      if (offset !== expectedOffset) throw formatError.sectionOffset(i, entry, offset, expectedOffset)
-      const min = i === 0 ? HEADER_LEN : 1
-      if (length < BigInt(min) || length > BigInt(MAX_SECTION_LEN))
-        throw formatError.sectionLength(i, entry + 8, length, min, MAX_SECTION_LEN)
-      table.push({ offset: Number(offset), length: Number(length) })
-      expectedOffset += length
-    }
-    const zero = table[0]!.length
-    if (zero !== this.bytes.length) throw formatError.sectionZeroLength(this.bytes.length, zero)
-    return table
-  }
-
-  /** Each block past the header, in the spec's order, none running into the next. */
-  private checkBlocks(): void {
-    const c = this.config
-    const b = this.blocks
-    const v = c.vocabSize
-    const blocks: [string, number, number, number][] = [
-      ['normalization coefficients', FIELD.norm, b.norm, 4 * normLen(c)],
-      ['rotary coefficients', FIELD.rotary, b.rotary, 4 * rotaryLen(c)],
-      ['exponential table', FIELD.exp, b.exp, 4 * EXP_TABLE_LEN],
-      ['SiLU table', FIELD.silu, b.silu, 4 * SILU_TABLE_LEN],
-      ['tokenizer entries', FIELD.tokenEntries, b.tokenEntries, TOKEN_ENTRY_LEN * v],
-      ['sorted token ids', FIELD.sortedIds, b.sortedIds, 4 * v],
-      ['token strings', FIELD.tokenStrings, b.tokenStrings, 0],
-    ]
-    let min = HEADER_LEN
-    blocks.forEach(([block, field, offset, length], i) => {
-      if (offset < min) throw formatError.blockOffset(block, field, offset, min)
-      const next = blocks[i + 1]
-      const limit = Math.min(next ? next[2] : this.bytes.length, this.bytes.length)
-      if (offset + length > limit)
-        throw formatError.blockOverlap(block, offset, length, limit, next ? next[0] : 'the end of section zero')
-      min = offset + length
-    })
-  }
-
-  /** Every descriptor: its index's shape, its layout's section, its row length, aligned, in bounds. */
-  private checkDescriptors(): MatrixDescriptor[] {
-    const c = this.config
-    const out: MatrixDescriptor[] = []
-    for (let index = 0; index < matrixCount(c); index++) {
-      const at = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * index
-      const name = matrixName(index)
-      const u32 = (o: number) => this.view.getUint32(at + o, true)
-      const [rows, columns] = matrixShape(c, index)
-      const found = { section: u32(0), columns: u32(4), rows: u32(8), rowBytes: u32(12) }
-      const checks: [string, number, number, number][] = [
-        ['section', at, found.section, matrixSection(c, index)],
-        ['columns', at + 4, found.columns, columns],
-        ['rows', at + 8, found.rows, rows],
-        ['row length', at + 12, found.rowBytes, rowLength(columns)],
-      ]
-      for (const [field, fieldAt, value, expected] of checks) {
-        if (value !== expected) throw formatError.descriptor(index, name, fieldAt, field, value, expected)
-      }
-      const offset = this.view.getBigUint64(at + 16, true)
-      if (offset % 8n !== 0n) throw formatError.misaligned(index, name, offset)
-      const sectionLength = this.sectionTable[found.section]!.length
-      const len = BigInt(found.rows) * BigInt(found.rowBytes)
-      const end = offset + len > 0xffff_ffff_ffff_ffffn ? 0xffff_ffff_ffff_ffffn : offset + len
-      if (end > BigInt(sectionLength))
-        throw formatError.descriptorOutOfBounds(index, name, found.section, offset, end, sectionLength)
-      out.push({
-        index,
-        name,
-        layer: index < 2 ? undefined : Math.floor((index - 2) / 7),
-        ...found,
-        offset: Number(offset),
-      })
-    }
-    return out
+    this.config = facts.config
+    this.sectionCount = facts.sectionTable.length
+    this.sectionTable = facts.sectionTable
+    this.blocks = facts.blocks
+    this.matrices = facts.matrices
+    this.invSqrtHeadSize = facts.invSqrtHeadSize
   }
 
   private word(block: number, len: number, i: number): number {
@@ -331,24 +245,14 @@ export interface Artifact {
 
 /**
  * Checks the tag, the configuration, that the sections tile the file exactly from byte zero,
- * the section limits, every block's place and every descriptor's shape, alignment and bounds
- * (curta-core's `decode`). Throws CurtaFormatError naming the field and what was expected.
+ * the section limits, every block's place and every descriptor's shape, alignment and bounds:
+ * curta-core's `decode`, in the WebAssembly module, on the file's first bytes (section zero is
+ * at most 10,483,712 of them). Throws CurtaFormatError naming the field and what was expected.
  */
 export function decodeArtifact(file: Uint8Array): Artifact {
   if (!(file instanceof Uint8Array)) throw new TypeError('decodeArtifact takes the file as a Uint8Array')
-  if (file.length < HEADER_LEN) throw formatError.truncated("the artifact's header", 0, HEADER_LEN, file.length)
-  const v = view(file)
-  // Section zero's length is the second word of section table entry 0; the metadata checks the
-  // whole table against it.
-  const zeroLength = v.getBigUint64(136, true)
-  const tagged = TAG_BYTES.every((b, i) => file[i] === b)
-  if (tagged && zeroLength > BigInt(file.length))
-    throw formatError.truncated('section zero', 0, zeroLength, file.length)
-  const zeroEnd = Math.min(Math.max(Number(zeroLength), HEADER_LEN), file.length)
-  const zero = new SectionZero(file.subarray(0, zeroEnd))
-  const last = zero.sectionTable[zero.sectionCount - 1]!
-  const sectionsEnd = last.offset + last.length
-  if (sectionsEnd !== file.length) throw formatError.fileLength(sectionsEnd, file.length)
+  const facts = readFacts(file.subarray(0, MAX_SECTION_LEN), file.length)
+  const zero = new SectionZero(file.subarray(0, facts.sectionTable[0]!.length), facts)
   const sections = zero.sectionTable.map((s) => file.subarray(s.offset, s.offset + s.length))
   const matrix = (i: number): Matrix => {
     const count = zero.matrices.length

@@ -12,49 +12,14 @@ import type { Artifact } from './artifact.js'
 import type { VerifyResult } from './chain.js'
 import { CurtaError } from './errors.js'
 import { toHex } from './hash.js'
-import { WASM_BASE64 } from './wasm-module.js'
+import { engineModule, lastError as rustError, type Exports } from './wasm.js'
 
 /** A run that cannot start or continue: bad settings, a prompt too long, a damaged state. */
 export class CurtaRunError extends CurtaError {
   override name = 'CurtaRunError'
 }
 
-interface Exports {
-  memory: WebAssembly.Memory
-  curta_error(): number
-  curta_error_len(): number
-  curta_error_code(): number
-  curta_error_code_len(): number
-  curta_out(): number
-  curta_alloc(len: number): number
-  curta_load(ptr: number, len: number): number
-  curta_state_len(): number
-  curta_logits_offset(): number
-  curta_start(state: number, stateLen: number, prompt: number, promptLen: number, steps: number, temperature: number, topP: number, seed: bigint): number
-  curta_score(state: number, stateLen: number, tokens: number, len: number): number
-  curta_advance(state: number, stateLen: number, budget: bigint): number
-  curta_encode(text: number, len: number, out: number, outLen: number): number
-  curta_decode(previous: number, token: number, out: number): number
-  curta_parse_fixed16(text: number, len: number): bigint
-}
-
-let compiled: Promise<WebAssembly.Module> | undefined
-
-function wasmBytes(): Uint8Array {
-  const raw = atob(WASM_BASE64)
-  const out = new Uint8Array(raw.length)
-  for (let i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i)
-  return out
-}
-
-/** The engine's module, compiled once (the bytes are embedded in the package). */
-export function engineModule(): Promise<WebAssembly.Module> {
-  compiled ??= WebAssembly.compile(wasmBytes() as Uint8Array<ArrayBuffer>)
-  return compiled
-}
-
-/** The decoded base64 bytes of the embedded module (for tests and inspection). */
-export { wasmBytes as engineBytes }
+export { engineModule, wasmBytes as engineBytes } from './wasm.js'
 
 const U64_MAX = (1n << 64n) - 1n
 
@@ -525,10 +490,8 @@ export function negLogLikelihood(logits: Int32Array, next: number): number {
 }
 
 function lastError(x: Exports): CurtaRunError {
-  const text = (ptr: number, len: number) => new TextDecoder().decode(new Uint8Array(x.memory.buffer, ptr, len))
-  const message = text(x.curta_error(), x.curta_error_len())
-  const code = text(x.curta_error_code(), x.curta_error_code_len())
-  return new CurtaRunError(code || 'RunError', message, {})
+  const e = rustError(x)
+  return new CurtaRunError(e.code || 'RunError', e.message, e.details)
 }
 
 function checkU32(what: string, v: number): void {

@@ -3,7 +3,8 @@
 // code and the same message. Random damage never escapes as anything else (no RangeError).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { decodeArtifact, CurtaFormatError, CurtaError } from '../src/index.js'
+import { decodeArtifact, CurtaFormatError, CurtaError, SectionZero } from '../src/index.js'
+import { debugFields } from '../src/wasm.js'
 import { golden, readArtifact, unhex } from './support/files.js'
 
 interface Damage {
@@ -70,6 +71,64 @@ test('the error names the field and what was expected', () => {
     assert.equal(e.name, 'CurtaFormatError')
     return true
   })
+})
+
+// The checks are curta-core's, run in the WebAssembly module: those the SDK's own copy lacked
+// (block alignment, the exponential table) come with them, as they do on chain.
+test('a block off a multiple of 4 and a changed exponential table are refused, as by the Rust reader', () => {
+  const base = readArtifact('stories260K')
+  // The sorted ids and the token strings two bytes later: no block runs into another.
+  const header = new DataView(base.buffer, base.byteOffset)
+  const sorted = header.getUint32(60, true)
+  const shifted = base.slice()
+  const s = new DataView(shifted.buffer)
+  s.setUint32(60, sorted + 2, true)
+  s.setUint32(64, header.getUint32(64, true) + 2, true)
+  assert.throws(() => decodeArtifact(shifted), (e: unknown) => {
+    assert.ok(e instanceof CurtaFormatError)
+    assert.equal(e.code, 'BlockMisaligned')
+    assert.equal(e.message, `sorted token ids (offset at header byte 60) starts at ${sorted + 2}, not a multiple of 4 (its values are read as words)`)
+    assert.deepEqual(e.details, { block: 'sorted token ids', field: 60, offset: sorted + 2 })
+    return true
+  })
+  const exp = new DataView(base.buffer, base.byteOffset).getUint32(48, true)
+  const table = base.slice()
+  const v = new DataView(table.buffer)
+  v.setUint32(exp + 4 * 5, v.getUint32(exp + 4 * 5, true) + 1, true)
+  const zero = table.subarray(0, Number(v.getBigUint64(136, true)))
+  for (const read of [() => decodeArtifact(table), () => new SectionZero(zero)])
+    assert.throws(read, (e: unknown) => {
+      assert.ok(e instanceof CurtaFormatError)
+      assert.equal(e.code, 'ExpTable')
+      assert.match(e.message, /^exponential table entry 5 is \d+, expected \d+ \(round\(e\^\(-5\/256\) x 2\^30\), the spec's value\)$/)
+      assert.equal(e.details.index, 5)
+      assert.equal(e.details.found, (e.details.expected as number) + 1)
+      return true
+    })
+})
+
+test('a section zero alone is read by Metadata::parse: its section table need not match a file', () => {
+  const base = readArtifact('stories260K')
+  const a = decodeArtifact(base)
+  const zero = new SectionZero(a.sections[0]!)
+  assert.deepEqual(zero.sectionTable, a.sectionTable)
+  assert.deepEqual(zero.matrices, a.matrices)
+  assert.deepEqual(zero.blocks, a.blocks)
+  assert.throws(() => new SectionZero(a.sections[0]!.subarray(0, 4000)), {
+    name: 'CurtaFormatError',
+    code: 'Truncated',
+    message: "section zero's header is truncated: it needs 4096 bytes at offset 0, but only 4000 are there",
+  })
+})
+
+test('an error’s details are the Rust variant’s fields, camelCased', () => {
+  assert.deepEqual(debugFields('BadTag { found: [67, 85, 82, 84, 65, 87, 48, 50] }'), { found: '[67, 85, 82, 84, 65, 87, 48, 50]' })
+  assert.deepEqual(debugFields('FileLength { sections_end: 18446744073709551615, file_length: 9 }'), {
+    sectionsEnd: 18446744073709551615n,
+    fileLength: 9,
+  })
+  assert.deepEqual(debugFields('X { a: "say \\"hi\\", \\u{e9}", b_c: Some(3), d: 0 }'), { a: 'say "hi", \u00e9', bC: 'Some(3)', d: 0 })
+  assert.deepEqual(debugFields('NoFields'), {})
 })
 
 /** xorshift32: a fixed sequence of damage. */

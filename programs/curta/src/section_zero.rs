@@ -292,8 +292,26 @@ fn run(job: &mut Job) {
     job.result = check_in_place(job.bytes, job.declared);
 }
 
+/// The spec's rules in its order, each a step of its own (all inlined into [`run`]'s frame).
 #[inline(always)]
 fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
+    let h = header(bytes)?;
+    let c = Config::from_fields(core::array::from_fn(|i| h.u32(field::CONFIG + 4 * i)));
+    c.validate().map_err(config_refusal)?;
+    let count = section_count(&h, &c, declared)?;
+    section_table(&h, declared, bytes.len())?;
+    let matrices = 2 + 7 * c.layers as usize;
+    reserved_zero(&h, count, matrices)?;
+    blocks(&h, &c, bytes.len() as u64)?;
+    descriptors(&h, &c, declared, count > 2, matrices)?;
+    inv_sqrt_head_size_field(&h, &c)?;
+    exp_table(bytes, &h)?;
+    Ok(c)
+}
+
+/// At least the 4,096-byte header, 8-byte aligned, with the tag CURTAW01.
+#[inline(always)]
+fn header(bytes: &[u8]) -> Result<Words, Refusal> {
     if bytes.len() < HEADER_LEN {
         return Err(invalid(
             "section zero: shorter than its header (length)",
@@ -310,13 +328,14 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
             [h.u64(field::TAG), 0, 0, 0],
         ));
     }
-    let c = Config::from_fields(core::array::from_fn(|i| h.u32(field::CONFIG + 4 * i)));
-    c.validate().map_err(config_refusal)?;
+    Ok(h)
+}
 
-    // The section count: the header's, its configuration's layout's and the declared one.
+/// The section count: the header's, its configuration's layout's and the declared one.
+#[inline(always)]
+fn section_count(h: &Words, c: &Config, declared: &[u32]) -> Result<usize, Refusal> {
     let count = h.u32(field::SECTION_COUNT) as usize;
     let layout_count = c.section_count();
-    let multi = layout_count > 2;
     if count != layout_count {
         return Err(invalid(
             "section zero: section count is not the config's (found, expected)",
@@ -329,9 +348,13 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
             [count as u64, declared.len() as u64, 0, 0],
         ));
     }
+    Ok(count)
+}
 
-    // The section table: tiling from 0, exactly the declared lengths (which CreateModel kept in
-    // 1..=10,483,712, section zero at least 4,096: the length of these bytes).
+/// The section table: tiling from 0, exactly the declared lengths (which CreateModel kept in
+/// 1..=10,483,712, section zero at least 4,096: the length of these bytes, `zero_length`).
+#[inline(always)]
+fn section_table(h: &Words, declared: &[u32], zero_length: usize) -> Result<(), Refusal> {
     let mut offset = 0u64;
     for (i, &length) in declared.iter().enumerate() {
         let at = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * i;
@@ -351,15 +374,18 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
         }
         offset += length as u64;
     }
-    if declared[0] as usize != bytes.len() {
+    if declared[0] as usize != zero_length {
         return Err(mismatch(
             "section table: section zero length differs (found, expected)",
-            [bytes.len() as u64, declared[0] as u64, 0, 0],
+            [zero_length as u64, declared[0] as u64, 0, 0],
         ));
     }
+    Ok(())
+}
 
-    // D9: the bytes the header's tables leave out are zero.
-    let matrices = 2 + 7 * c.layers as usize;
+/// D9: the bytes the header's tables leave out are zero.
+#[inline(always)]
+fn reserved_zero(h: &Words, count: usize, matrices: usize) -> Result<(), Refusal> {
     let sections_end = SECTION_TABLE_OFFSET + SECTION_ENTRY_LEN * count;
     let matrices_end = MATRIX_TABLE_OFFSET + DESCRIPTOR_LEN * matrices;
     for (start, end) in [
@@ -374,14 +400,18 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
             ));
         }
     }
+    Ok(())
+}
 
-    // The blocks, past the header, in order, none running into the next, inside section zero.
-    let end = bytes.len() as u64;
+/// The blocks, past the header, in order, none running into the next, inside section zero
+/// (`end` bytes), each but the token strings at a multiple of 4.
+#[inline(always)]
+fn blocks(h: &Words, c: &Config, end: u64) -> Result<(), Refusal> {
     let mut min = HEADER_LEN as u64;
     for (i, block) in Block::ALL.into_iter().enumerate() {
         let at = block.header_offset();
         let start = h.u32(at) as u64;
-        let length = block.byte_len(&c).unwrap_or(0);
+        let length = block.byte_len(c).unwrap_or(0);
         let limit = match Block::ALL.get(i + 1) {
             Some(next) => (h.u32(next.header_offset()) as u64).min(end),
             None => end,
@@ -401,13 +431,24 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
         }
         min = start + length;
     }
+    Ok(())
+}
 
-    // The matrix descriptors: the vocabulary's two, then each layer's seven. A descriptor is
-    // three aligned words: (section, columns), (rows, row bytes) and the offset; the first two
-    // are compared whole with the expected words, built once per shape (the section added per
-    // group), and the matrix's size is the shape's.
+/// The matrix descriptors, `matrices` of them: the vocabulary's two, then each layer's seven
+/// (in section 1, or in section 2 + layer when `multi`, the layout of L + 2 sections). A
+/// descriptor is three aligned words: (section, columns), (rows, row bytes) and the offset;
+/// the first two are compared whole with the expected words, built once per shape (the
+/// section added per group), and the matrix's size is the shape's.
+#[inline(always)]
+fn descriptors(
+    h: &Words,
+    c: &Config,
+    declared: &[u32],
+    multi: bool,
+    matrices: usize,
+) -> Result<(), Refusal> {
     let shape = |kind: MatrixKind| {
-        let (rows, columns) = kind.shape(&c);
+        let (rows, columns) = kind.shape(c);
         let row_bytes = row_length(columns);
         Shape {
             columns: pair(0, columns),
@@ -429,7 +470,7 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
             .position(|(d, shape)| !fits(d, shape, section, section_length))
             .unwrap_or(0);
         let index = (descriptors.as_ptr() as usize - table.as_ptr() as usize) / DESCRIPTOR_LEN + k;
-        descriptor_refusal(&h, index, section, &shapes[k], section_length)
+        descriptor_refusal(h, index, section, &shapes[k], section_length)
     };
     let (first, mut rest) = table.split_at(2);
     if !all_fit(first, &vocabulary, 1, declared[1] as u64) {
@@ -443,7 +484,12 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
         }
         rest = more;
     }
+    Ok(())
+}
 
+/// Header byte 68: one over the square root of the head size, the spec's value.
+#[inline(always)]
+fn inv_sqrt_head_size_field(h: &Words, c: &Config) -> Result<(), Refusal> {
     let found = h.u32(field::INV_SQRT_HEAD_SIZE);
     // The configuration is valid: the head size is even, 2 to 64.
     let expected = INV_SQRT_HEAD_SIZE[(c.head_size() / 2 - 1) as usize];
@@ -453,10 +499,14 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
             [found as u64, expected as u64, 0, 0],
         ));
     }
+    Ok(())
+}
 
-    // The exponential table is the spec's: a run divides by sums of its entries. One
-    // `sol_memcmp_` of the block (in place, checked above) with the table the program carries;
-    // only a refused table is searched for its first differing entry.
+/// The exponential table is the spec's: a run divides by sums of its entries. One
+/// `sol_memcmp_` of the block (in place, checked by [`blocks`]) with the table the program
+/// carries; only a refused table is searched for its first differing entry.
+#[inline(always)]
+fn exp_table(bytes: &[u8], h: &Words) -> Result<(), Refusal> {
     let start = h.u32(Block::Exp.header_offset()) as usize;
     let table = &bytes[start..start + EXP_TABLE_BYTES.len()];
     if !same_bytes(table, &EXP_TABLE_BYTES) {
@@ -467,5 +517,5 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
             values,
         ));
     }
-    Ok(c)
+    Ok(())
 }

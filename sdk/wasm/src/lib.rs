@@ -7,8 +7,15 @@
 //! ([`curta_start`], [`curta_score`]) and advances it ([`curta_advance`]): each advance resumes
 //! the run from its state bytes (`Run::resume` checks them) and stops at the next token.
 //!
+//! The artifact's reader is core's too: [`curta_read_artifact`] and [`curta_read_section_zero`]
+//! check an artifact's head or a section zero (`decode_head`, `Metadata::parse`) and leave the
+//! facts the SDK shows (configuration, section table, block offsets, descriptors) in
+//! [`curta_facts`]; sdk/src/artifact.ts has no checks of its own.
+//!
 //! Errors: a negative return; [`curta_error`] and [`curta_error_len`] then hold the message
-//! (the Rust error's Display). A panic (none is expected: the core checks its inputs) traps.
+//! (the Rust error's Display), [`curta_error_code`] the variant's name and [`curta_error_debug`]
+//! its Debug form (the variant's fields, which the SDK gives as the error's details). A panic
+//! (none is expected: the core checks its inputs) traps.
 //!
 //! Pointers and lengths are u32 offsets into linear memory. The module is built by
 //! scripts/build-wasm; on a host target the crate builds as a normal library (for clippy).
@@ -19,6 +26,7 @@ use core::fmt::Write;
 use curta_core::infer::{
     decode, encode, state_len, Model, Progress, Run, RunError, Settings, StateLayout, Status,
 };
+use curta_core::{Metadata, MAX_SECTIONS};
 
 /// What the module holds between calls: the loaded model (over bytes in linear memory that
 /// are never freed) and the last error's message.
@@ -28,7 +36,10 @@ struct Global {
     error_len: usize,
     code: [u8; 64],
     code_len: usize,
+    debug: [u8; 1024],
+    debug_len: usize,
     out: [u32; 4],
+    facts: [u32; FACTS_LEN],
     /// The first free byte of linear memory (0 before the first allocation).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     heap: usize,
@@ -44,7 +55,10 @@ static GLOBAL: Cell = Cell(UnsafeCell::new(Global {
     error_len: 0,
     code: [0; 64],
     code_len: 0,
+    debug: [0; 1024],
+    debug_len: 0,
     out: [0; 4],
+    facts: [0; FACTS_LEN],
     heap: 0,
 }));
 
@@ -76,24 +90,28 @@ fn fail(e: impl core::fmt::Display + core::fmt::Debug) -> i32 {
     };
     let _ = write!(m, "{e}");
     g.error_len = m.len;
-    // The variant's name from the Debug form ("StepsPastContext { .. }"; a format error
-    // inside a run error by its own variant: "Format(FieldOutOfRange { .. })").
+    // The Debug form, a format error inside a run error by its own variant
+    // ("Format(FieldOutOfRange { .. })" as "FieldOutOfRange { .. }"), and the variant's name.
     let mut d = Message {
-        buf: &mut g.code,
+        buf: &mut g.debug,
         len: 0,
     };
     let _ = write!(d, "{e:?}");
     let len = d.len;
-    let start = if g.code[..len].starts_with(b"Format(") {
+    let start = if g.debug[..len].starts_with(b"Format(") {
         7
     } else {
         0
     };
-    let n = g.code[start..len]
+    let end = if start > 0 { len - 1 } else { len };
+    g.debug.copy_within(start..end, 0);
+    g.debug_len = end - start;
+    let n = g.debug[..g.debug_len]
         .iter()
         .position(|b| !b.is_ascii_alphanumeric())
-        .unwrap_or(len - start);
-    g.code.copy_within(start..start + n, 0);
+        .unwrap_or(g.debug_len)
+        .min(g.code.len());
+    g.code[..n].copy_from_slice(&g.debug[..n]);
     g.code_len = n;
     -1
 }
@@ -118,6 +136,17 @@ pub extern "C" fn curta_error_code() -> *const u8 {
 #[no_mangle]
 pub extern "C" fn curta_error_code_len() -> u32 {
     global().code_len as u32
+}
+
+/// The Debug form of the last failed call's error (`FieldOutOfRange { field: "layers", .. }`).
+#[no_mangle]
+pub extern "C" fn curta_error_debug() -> *const u8 {
+    global().debug.as_ptr()
+}
+
+#[no_mangle]
+pub extern "C" fn curta_error_debug_len() -> u32 {
+    global().debug_len as u32
 }
 
 /// Four u32 results of the last advance: the progress kind's position, the token (or argmax),
@@ -399,6 +428,66 @@ pub unsafe extern "C" fn curta_parse_fixed16(text: *const u8, len: u32) -> i64 {
     {
         Some(v) => v as i64,
         None => -1,
+    }
+}
+
+/// The most matrices a model has: 2 + 7 × 16 layers.
+const MAX_MATRICES: usize = 2 + 7 * 16;
+/// Words of [`curta_facts`]: 7 configuration fields, the section count, header byte 68, 7 block
+/// offsets, then per section its offset and length, then per matrix its section, columns,
+/// rows, row length and offset.
+const FACTS_LEN: usize = 16 + 2 * MAX_SECTIONS + 5 * MAX_MATRICES;
+
+/// The facts of the section zero the last read checked, as u32 words (see [`FACTS_LEN`]).
+/// Every offset and length fits: the sections end before 18 × 10,483,712 bytes.
+#[no_mangle]
+pub extern "C" fn curta_facts() -> *const u32 {
+    global().facts.as_ptr()
+}
+
+fn facts(metadata: &Metadata) -> i32 {
+    let f = &mut global().facts;
+    *f = [0; FACTS_LEN];
+    f[..7].copy_from_slice(&metadata.config().fields());
+    f[7] = metadata.section_count() as u32;
+    f[8] = metadata.inv_sqrt_head_size();
+    f[9..16].copy_from_slice(&metadata.blocks().offsets());
+    for (i, s) in metadata.sections().enumerate() {
+        f[16 + 2 * i] = s.offset as u32;
+        f[17 + 2 * i] = s.length as u32;
+    }
+    let at = 16 + 2 * MAX_SECTIONS;
+    for (i, d) in metadata.matrices().enumerate() {
+        let words = [d.section, d.columns, d.rows, d.row_bytes, d.offset as u32];
+        f[at + 5 * i..at + 5 * i + 5].copy_from_slice(&words);
+    }
+    0
+}
+
+/// `decode_head`: curta-core's checks of an artifact of `file_len` bytes, whose first `len`
+/// bytes (at least `min(file_len, MAX_SECTION_LEN)`) are at `ptr`. 0 with [`curta_facts`]
+/// set, or −1.
+///
+/// # Safety
+/// `ptr..ptr + len` lies in linear memory.
+#[no_mangle]
+pub unsafe extern "C" fn curta_read_artifact(ptr: *const u8, len: u32, file_len: u64) -> i32 {
+    match curta_core::decode_head(bytes(ptr, len), file_len) {
+        Ok(m) => facts(&m),
+        Err(e) => fail(e),
+    }
+}
+
+/// `Metadata::parse`: curta-core's checks of section zero alone (`len` bytes at `ptr`). 0 with
+/// [`curta_facts`] set, or −1.
+///
+/// # Safety
+/// `ptr..ptr + len` lies in linear memory.
+#[no_mangle]
+pub unsafe extern "C" fn curta_read_section_zero(ptr: *const u8, len: u32) -> i32 {
+    match Metadata::parse(bytes(ptr, len)) {
+        Ok(m) => facts(&m),
+        Err(e) => fail(e),
     }
 }
 
