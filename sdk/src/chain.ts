@@ -126,6 +126,31 @@ export interface VerifyResult {
   sections?: Uint8Array[]
 }
 
+/** Section `s`'s weight header at `address`: owned by the program, naming this model, section,
+ * declared length and authority, frozen. */
+async function sealedWeightHeader(rpc: AccountRpc, programId: Address, address: Address, model: Address, m: ModelAccount, s: number) {
+  const account = checkOwner(await getAccount(rpc, address, { offset: 0, length: WEIGHT_HEADER_LEN }), address, programId, 'weight')
+  const length = m.sectionLengths[s]!
+  const header = decodeWeightHeader(account.data, account.space ?? WEIGHT_HEADER_LEN + length, address)
+  const checks: [string, string | number | boolean, string | number | boolean][] = [
+    ['model', header.model, model],
+    ['section', header.section, s],
+    ['length', header.length, length],
+    ['authority', header.authority, m.authority],
+    ['frozen', header.frozen, true],
+  ]
+  for (const [field, found, want] of checks) {
+    if (found !== want)
+      throw accountError(
+        field === 'model' ? 'WrongModel' : field === 'section' ? 'WrongSection' : 'WrongWeightHeader',
+        `weight header field ${field} is ${found}, expected ${want}`,
+        { field, expected: String(want), found: String(found), section: s },
+        address,
+      )
+  }
+  return header
+}
+
 /**
  * Verifies a sealed model against the chain: the model account is the program's, Sealed, and the
  * PDA of its authority and declared hash; each section's weight account is the one the model
@@ -166,25 +191,7 @@ export async function verifyModel(rpc: AccountRpc, model: Address, options: Veri
         { section: s, expected, found: recorded ?? 'none' },
         model,
       )
-    const account = checkOwner(await getAccount(rpc, expected, { offset: 0, length: WEIGHT_HEADER_LEN }), expected, programId, 'weight')
-    const length = m.sectionLengths[s]!
-    const header = decodeWeightHeader(account.data, account.space ?? WEIGHT_HEADER_LEN + length, expected)
-    const checks: [string, string | number | boolean, string | number | boolean][] = [
-      ['model', header.model, model],
-      ['section', header.section, s],
-      ['length', header.length, length],
-      ['authority', header.authority, m.authority],
-      ['frozen', header.frozen, true],
-    ]
-    for (const [field, found, want] of checks) {
-      if (found !== want)
-        throw accountError(
-          field === 'model' ? 'WrongModel' : field === 'section' ? 'WrongSection' : 'WrongWeightHeader',
-          `weight header field ${field} is ${found}, expected ${want}`,
-          { field, expected: String(want), found: String(found), section: s },
-          expected,
-        )
-    }
+    const header = await sealedWeightHeader(rpc, programId, expected, model, m, s)
     weights.push({ address: expected, header })
     report('header', s)
   }

@@ -360,13 +360,8 @@ function setRunning(on: boolean): void {
   $<HTMLButtonElement>('stop').disabled = !on
 }
 
-/** A worker holding `bytes` (the whole artifact) in the engine: the first worker, or a fresh one given its module. */
-function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): void {
-  unloadRunner()
-  const w = engine.idle ?? newWorker()
-  engine.idle = undefined
-  worker = w
-  runnerKind = kind
+/** The run card, loading the model of `source`: nothing of the previous model's runs stays under this one's name. */
+function resetRunCard(source: string): { card: HTMLElement; out: HTMLElement } {
   const card = $('run-card')
   const out = $('run-output')
   card.hidden = false
@@ -374,7 +369,6 @@ function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): 
   $('run-source').textContent = source
   $('run-model').textContent = 'loading into the engine and warming it up…'
   $('run-error').hidden = true
-  // Nothing of the previous model's runs stays under this one's name.
   out.replaceChildren()
   delete out.dataset.tokens
   delete out.dataset.promptTokens
@@ -383,6 +377,17 @@ function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): 
   out.dataset.state = 'idle'
   setRunning(false)
   $<HTMLButtonElement>('run').disabled = true
+  return { card, out }
+}
+
+/** A worker holding `bytes` (the whole artifact) in the engine: the first worker, or a fresh one given its module. */
+function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): void {
+  unloadRunner()
+  const w = engine.idle ?? newWorker()
+  engine.idle = undefined
+  worker = w
+  runnerKind = kind
+  const { card, out } = resetRunCard(source)
   let generated: Text | undefined
   let streamed = 0
   w.onmessage = (e: MessageEvent<WorkerReply>) => {
