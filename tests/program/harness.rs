@@ -395,7 +395,8 @@ pub async fn written(bank: &mut Bank, sections: Vec<Vec<u8>>) -> Published {
 }
 
 /// Sends the Seal of chunk `chunk` in its own transaction: chunk 0 (the start of a pass) with
-/// the authority signing, any later chunk with no signer but the context's fee payer.
+/// the authority signing and the largest compute-unit limit, any later chunk with no signer but
+/// the context's fee payer.
 pub async fn seal_chunk(
     bank: &mut Bank,
     p: &Published,
@@ -412,7 +413,13 @@ pub async fn seal_chunk(
             p.creation,
             pass,
         );
-        bank.send(&[start], &[&p.signer]).await
+        // Chunk 0 checks every sorted token id: a 32,000-token model's is over the default
+        // 200,000 units.
+        let limit =
+            solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_limit(
+                1_400_000,
+            );
+        bank.send(&[limit, start], &[&p.signer]).await
     } else {
         let seal = ix::seal(&PROGRAM, &p.model, &p.weights[s], p.creation, pass, chunk);
         bank.send(&[seal], &[]).await

@@ -51,6 +51,19 @@ async fn a_section_zero_that_would_trap_its_runs_is_refused_at_seal() {
             traps::exp_entry(&artifact, 4096, spec_exp(4096) + 1),
             "exponential table entry differs",
         ),
+        (
+            traps::sorted_id_past_vocab(&artifact, 0),
+            "sorted token id past the vocabulary",
+        ),
+        (
+            traps::sorted_id_past_vocab(&artifact, 256),
+            "sorted token id past the vocabulary",
+        ),
+        (
+            traps::sorted_id_past_vocab(&artifact, 511),
+            "sorted token id past the vocabulary",
+        ),
+        (traps::no_space_token(&artifact), "no token for \" \""),
     ];
     for (trap, reason) in cases {
         let p = planted(&mut bank, split_sections(&trap)).await;
@@ -79,6 +92,35 @@ async fn a_section_zero_that_would_trap_its_runs_is_refused_at_seal() {
     // The untouched artifact seals (the refusals are the changes').
     let p = sealed(&mut bank, &artifact).await;
     assert_eq!(bank.model(&p.model).await.state, ModelState::Sealed);
+}
+
+/// What the seal's tokenizer refusals spare a model's runs: off chain, curta-core reads the same
+/// two traps (they are not refused by its reader, which checks no sorted id) and every text
+/// prompt fails to encode, while a prompt of ids runs.
+#[test]
+fn the_tokenizer_traps_fail_every_text_prompt_off_chain() {
+    use curta_core::infer::{tokenizer, RunError};
+    use curta_core::FormatError;
+    let artifact = stories260k_artifact();
+    let mut out = [0u32; 16];
+    // Index 256 of 512: every lookup's first probe.
+    let past = traps::sorted_id_past_vocab(&artifact, 256);
+    let decoded = curta_core::decode(&past).unwrap();
+    assert!(matches!(
+        tokenizer::encode(decoded.metadata(), b"Lily", &mut out),
+        Err(RunError::Format(FormatError::SortedIdOutOfRange {
+            index: 256,
+            id: 512,
+            ..
+        }))
+    ));
+    let spaceless = traps::no_space_token(&artifact);
+    let decoded = curta_core::decode(&spaceless).unwrap();
+    assert_eq!(
+        tokenizer::encode(decoded.metadata(), b"Lily", &mut out),
+        Err(RunError::NoSpaceToken)
+    );
+    assert_eq!(tokenizer::encode(decoded.metadata(), b"", &mut out), Ok(1));
 }
 
 /// The greedy run of stories260K from token 1, 20 steps, off chain: its tokens and each

@@ -102,6 +102,47 @@ pub fn tokenizer_bin_artifact() -> Vec<u8> {
         .clone()
 }
 
+/// [`SMALL_32K`] with a tokenizer built to make its lookups compare long strings: tokens "a"
+/// repeated 1 to 128 times (the longer, the higher the score, so that a text of "a"s merges to
+/// runs of 128), and the rest of the 32,000 tokens 125 "a"s and three more bytes, so that
+/// every probe of a lookup of a run of "a"s compares about 125 bytes before it differs; ids 0 to 2
+/// and the 256 byte tokens as llama2.c's. Converted once per test binary.
+pub fn long_prefix_artifact() -> Vec<u8> {
+    static ARTIFACT: OnceLock<Vec<u8>> = OnceLock::new();
+    ARTIFACT
+        .get_or_init(|| {
+            let mut tokens: Vec<(f32, Vec<u8>)> = vec![
+                (0.0, b"<unk>".to_vec()),
+                (0.0, b"\n<s>\n".to_vec()),
+                (0.0, b"\n</s>\n".to_vec()),
+            ];
+            tokens.extend((0..=255u8).map(|b| (0.0, format!("<0x{b:02X}>").into_bytes())));
+            tokens.extend((1..=128).map(|k| (k as f32, vec![b'a'; k])));
+            // A text prompt's first lookup (a model without it does not seal).
+            tokens.push((0.0, b" ".to_vec()));
+            let tails = (b'b'..=b'z').chain(b'A'..=b'Z').chain(b'0'..=b'9');
+            let tails: Vec<u8> = tails.collect();
+            let n = tails.len();
+            let wanted = SMALL_32K.vocab_size as usize - tokens.len();
+            for i in 0..wanted {
+                let mut token = vec![b'a'; 125];
+                token.extend([tails[i / (n * n)], tails[i / n % n], tails[i % n]]);
+                tokens.push((-1.0, token));
+            }
+            assert_eq!(tokens.len(), SMALL_32K.vocab_size as usize);
+            let mut file = 128u32.to_le_bytes().to_vec();
+            for (score, bytes) in &tokens {
+                file.extend(score.to_le_bytes());
+                file.extend((bytes.len() as u32).to_le_bytes());
+                file.extend(bytes);
+            }
+            let checkpoint = curta_core::convert::synth::checkpoint(&SMALL_32K, false, 40);
+            curta_core::convert::convert(&checkpoint, &file)
+                .unwrap_or_else(|e| panic!("converting with the long-prefix tokenizer: {e}"))
+        })
+        .clone()
+}
+
 /// An English story of 874 bytes (core/tests/data/story.txt, which curta-core's tests read
 /// too): its first 733 are the most text one StartRun transaction carries (tests/program/runs.rs
 /// measures it).

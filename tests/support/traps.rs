@@ -1,8 +1,8 @@
 //! Trap models (issue 26): a real artifact with one part of section zero or of the matrices
 //! changed, as a publisher could upload it. The reader and the program's seal refuse an
 //! exponential table other than the spec's and a table block at an offset that is not a
-//! multiple of 4; everything else here seals and must run to its end, on chain and off chain
-//! alike. Every offset is read from the header's bytes (spec: offsets at bytes 40 to 64, the
+//! multiple of 4, and the seal a sorted id past the vocabulary and a vocabulary without " ";
+//! everything else here seals and must run to its end, on chain and off chain alike. Every offset is read from the header's bytes (spec: offsets at bytes 40 to 64, the
 //! section table at 128), not through curta-core.
 
 fn u32_at(a: &[u8], at: usize) -> u32 {
@@ -64,6 +64,38 @@ pub fn token_too_long(artifact: &[u8], id: u32) -> Vec<u8> {
 /// Token `id`'s 4 bytes starting 2 bytes before the end of section zero.
 pub fn token_outside(artifact: &[u8], id: u32) -> Vec<u8> {
     token_entry(artifact, id, 4, section_zero_len(artifact) as u32 - 2)
+}
+
+/// The vocabulary size (header bytes 8 to 36 hold the configuration; the vocabulary is its
+/// sixth field).
+fn vocab_size(a: &[u8]) -> u32 {
+    u32_at(a, 8 + 4 * 5)
+}
+
+/// The sorted token id at `index` replaced by the vocabulary size (no such token).
+pub fn sorted_id_past_vocab(artifact: &[u8], index: u32) -> Vec<u8> {
+    let mut a = artifact.to_vec();
+    let (vocab, at) = (
+        vocab_size(&a),
+        u32_at(&a, SORTED) as usize + 4 * index as usize,
+    );
+    put(&mut a, at, vocab);
+    a
+}
+
+/// The token whose text is " " given no bytes (its entry's length 0): the vocabulary then has
+/// no token for " ".
+pub fn no_space_token(artifact: &[u8]) -> Vec<u8> {
+    let entries = u32_at(artifact, ENTRIES) as usize;
+    let space = (0..vocab_size(artifact) as usize)
+        .find(|&id| {
+            let at = entries + 16 * id;
+            let (length, offset) = (u32_at(artifact, at + 4), u32_at(artifact, at + 8));
+            length == 1 && artifact[offset as usize] == b' '
+        })
+        .expect("a token for \" \"");
+    let offset = u32_at(artifact, entries + 16 * space + 8);
+    token_entry(artifact, space as u32, 0, offset)
 }
 
 /// Every table at its extremes, and the matrices' scales too: normalization coefficients

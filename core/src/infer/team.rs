@@ -600,7 +600,11 @@ mod tests {
         set_solo(true);
         let before = splits();
         assert_eq!(split_on(&team, 2, |threads| threads), 1);
-        assert_eq!(splits(), before + 1, "a solo split counts in the pace's window");
+        assert_eq!(
+            splits(),
+            before + 1,
+            "a solo split counts in the pace's window"
+        );
         set_solo(false);
         assert_eq!(split_on(&team, 2, |threads| threads), 2);
         assert_eq!(splits(), before + 2);

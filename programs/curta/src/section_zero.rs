@@ -5,7 +5,8 @@
 //! blocks in order inside section zero, every matrix descriptor of its configuration's shape,
 //! section and row length, aligned and inside its section, the inverse square root of the head
 //! size, every block but the token strings at a multiple of 4, the exponential table the
-//! spec's), but in one pass over words at their aligned addresses (the reserved words compared
+//! spec's; and what a text prompt's encoding needs: every sorted id below the vocabulary, a
+//! token for " "), but in one pass over words at their aligned addresses (the reserved words compared
 //! with one `sol_memcmp_` per range) and with no formatting: a refusal is a static reason and
 //! up to four numbers, logged with `sol_log` and `sol_log_64`.
 //!
@@ -306,6 +307,7 @@ fn check_in_place(bytes: &[u8], declared: &[u32]) -> Result<Config, Refusal> {
     descriptors(&h, &c, declared, count > 2, matrices)?;
     inv_sqrt_head_size_field(&h, &c)?;
     exp_table(bytes, &h)?;
+    tokenizer(bytes, &h, &c)?;
     Ok(c)
 }
 
@@ -518,4 +520,39 @@ fn exp_table(bytes: &[u8], h: &Words) -> Result<(), Refusal> {
         ));
     }
     Ok(())
+}
+
+/// Every sorted id names a token (is below the vocabulary), and the text " " has a token: every
+/// lookup of a text prompt's encoding reads sorted ids, and the encoding looks " " up first, so
+/// a model failing either would seal and then refuse every text prompt (curta-core's
+/// `SortedIdOutOfRange`, `NoSpaceToken`). " " is looked up by curta-core's own `lookup`, the
+/// encoder's: the seal's verdict is the runs'.
+#[inline(always)]
+fn tokenizer(bytes: &[u8], h: &Words, c: &Config) -> Result<(), Refusal> {
+    let sorted = h.u32(Block::SortedIds.header_offset()) as usize;
+    let vocab = c.vocab_size;
+    // SAFETY: `blocks` checked the sorted ids' block (`vocab` u32s) inside section zero at a
+    // multiple of 4 from its 8-byte aligned start.
+    let ids = unsafe {
+        core::slice::from_raw_parts(bytes.as_ptr().add(sorted) as *const u32, vocab as usize)
+    };
+    if let Some(index) = ids.iter().position(|&id| u32::from_le(id) >= vocab) {
+        return Err(invalid(
+            "section zero: sorted token id past the vocabulary (index, id, vocabulary)",
+            [
+                index as u64,
+                u32::from_le(ids[index]) as u64,
+                vocab as u64,
+                0,
+            ],
+        ));
+    }
+    let meta = curta_core::Metadata::sealed(bytes);
+    match meta.map(|meta| curta_core::infer::tokenizer::lookup(&meta, b" ")) {
+        Some(Ok(Some(_))) => Ok(()),
+        _ => Err(invalid(
+            "section zero: no token for \" \" (a text prompt's first lookup)",
+            [0; 4],
+        )),
+    }
 }

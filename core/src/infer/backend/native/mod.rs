@@ -301,11 +301,7 @@ fn products_split(products: &mut [Product], input: &Input, threads: usize) {
     let mut matrices = std::vec::Vec::with_capacity(products.len());
     for (p, product) in products.iter_mut().enumerate() {
         matrices.push(product.matrices);
-        let per = product
-            .rows
-            .len()
-            .div_ceil(threads)
-            .next_multiple_of(4);
+        let per = product.rows.len().div_ceil(threads).next_multiple_of(4);
         for (i, chunk) in product.out.chunks_mut(4 * per.max(4)).enumerate() {
             parts[i].push((p, product.rows.start + i * per, chunk));
         }
