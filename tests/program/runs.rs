@@ -1639,7 +1639,7 @@ async fn encode_steps(
             &Settings::greedy(),
             OwnedPrompt::Text(text.clone()),
         );
-        bank.send(&with_limit(instructions), &[&runner])
+        bank.send(&with_limit(instructions), &[runner])
             .await
             .unwrap();
         loop {
