@@ -8,23 +8,30 @@ use curta_interface::trust::Distrust;
 pub enum ConsumerError {
     /// The question account is not this program's.
     WrongOwner = 0,
-    /// The question account is not QUESTION_LEN bytes.
+    /// The question account is not QUESTION_LEN bytes, or its magic is not `CURTAQST`.
     NotAQuestion = 1,
-    /// Ask: the question was asked already.
+    /// Ask: the question was asked already (or its data is not all zero).
     AlreadyAsked = 2,
     /// The question is not in the state the instruction needs (asked for Bind, bound for
-    /// Record).
+    /// Record and Release, asked or answered for Close).
     WrongState = 3,
-    /// Bind: the signer is not the question's asker, or does not sign.
+    /// Ask, Bind, Close: the signer is not the question's asker, or does not sign.
     Unauthorized = 4,
-    /// Ask: a prompt of 0 or more than 32 ids, temperature 0 (no seed to draw) or bad data.
+    /// Ask: a prompt of 0 or more than 32 ids, temperature 0 (no seed to draw) or above 16,
+    /// top-p 0 or above 1, or an expiry outside MIN_EXPIRY..=MAX_EXPIRY.
     InvalidQuestion = 5,
     /// Bind: not in the run's start slot (its seed can be known by now), or the seed drawn.
     TooLate = 6,
     /// Bind: the run's seed is not drawn from the chain.
     NotDrawn = 7,
-    /// Record: not the run bound to the question.
+    /// Record, Release: not the run bound to the question.
     WrongRun = 8,
+    /// Release: the slot is before the bound run's start slot plus the question's expiry.
+    NotExpired = 9,
+    /// Release: the bound run finished and is trusted: Record it instead.
+    RunAnswered = 10,
+    /// The question (or, for Close, the asker receiving its lamports) is not writable.
+    NotWritable = 11,
     /// The run is not trusted (`Distrust` + 16).
     Run(Distrust),
 }
@@ -42,6 +49,9 @@ impl ConsumerError {
             ConsumerError::TooLate => 6,
             ConsumerError::NotDrawn => 7,
             ConsumerError::WrongRun => 8,
+            ConsumerError::NotExpired => 9,
+            ConsumerError::RunAnswered => 10,
+            ConsumerError::NotWritable => 11,
         }
     }
 }

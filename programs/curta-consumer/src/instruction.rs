@@ -1,44 +1,57 @@
-//! The consumer's instruction data (tag byte first) and, off chain, its builders.
+//! The consumer's instruction data (a u8 tag, then the fields in the interface crate's wire
+//! format: integers little-endian, a u32 list as a u32 count then its items), parsed in place
+//! with curta-interface's `Reader` and `Wire`; off chain, its builders.
+
+use curta_interface::instruction::{Reader, U32s, Wire};
 
 /// A parsed instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConsumerInstruction<'a> {
-    /// 0: model (32), temperature (u32), top-p (u32), n (u32), n ids (u32 each).
+    /// 0: model (32), temperature (u32), top-p (u32), expiry (u32, slots), prompt (u32 count,
+    /// then the ids, u32 each).
     Ask {
         model: &'a [u8; 32],
         temperature: u32,
         top_p: u32,
-        /// The ids' bytes, 4 each.
-        prompt: &'a [u8],
+        expiry: u32,
+        prompt: U32s<'a>,
     },
     /// 1: nothing else.
     Bind,
     /// 2: nothing else.
     Record,
+    /// 3: nothing else.
+    Release,
+    /// 4: nothing else.
+    Close,
 }
 
+/// Ask's tag and fields of fixed size: tag, model, temperature, top-p, expiry.
+const ASK_FIXED: usize = 1 + 32 + 4 + 4 + 4;
+
 impl<'a> ConsumerInstruction<'a> {
+    /// Parses instruction data exactly: an unknown tag, a truncated or over-long instruction,
+    /// or a prompt count other than the ids that follow it is `None`.
+    #[inline(always)]
     pub fn parse(data: &'a [u8]) -> Option<Self> {
         let (&tag, rest) = data.split_first()?;
-        let word =
-            |at: usize| u32::from_le_bytes([rest[at], rest[at + 1], rest[at + 2], rest[at + 3]]);
+        let bare = |instruction| rest.is_empty().then_some(instruction);
         match tag {
             0 => {
-                let (model, tail) = rest.split_first_chunk::<32>()?;
-                if tail.len() < 12 {
-                    return None;
-                }
-                let n = word(40) as u64;
-                let prompt = &tail[12..];
-                (prompt.len() as u64 == 4 * n).then_some(ConsumerInstruction::Ask {
-                    model,
-                    temperature: word(32),
-                    top_p: word(36),
-                    prompt,
-                })
+                let mut reader = Reader::new(data, 1, ASK_FIXED)?;
+                let instruction = ConsumerInstruction::Ask {
+                    model: Wire::read(&mut reader)?,
+                    temperature: Wire::read(&mut reader)?,
+                    top_p: Wire::read(&mut reader)?,
+                    expiry: Wire::read(&mut reader)?,
+                    prompt: Wire::read(&mut reader)?,
+                };
+                reader.is_done().then_some(instruction)
             }
-            1 => rest.is_empty().then_some(ConsumerInstruction::Bind),
-            2 => rest.is_empty().then_some(ConsumerInstruction::Record),
+            1 => bare(ConsumerInstruction::Bind),
+            2 => bare(ConsumerInstruction::Record),
+            3 => bare(ConsumerInstruction::Release),
+            4 => bare(ConsumerInstruction::Close),
             _ => None,
         }
     }
@@ -49,11 +62,15 @@ pub use host::*;
 
 #[cfg(not(target_os = "solana"))]
 mod host {
+    use super::*;
     use alloc::vec::Vec;
     use solana_instruction::{AccountMeta, Instruction};
     use solana_pubkey::Pubkey;
 
     /// Ask: the question account (writable, this program's, zeroed) and the asker (signer).
+    /// `expiry`: slots after the bound run's start slot from which anyone may release the
+    /// question (`state::MIN_EXPIRY` to `state::MAX_EXPIRY`).
+    #[allow(clippy::too_many_arguments)]
     pub fn ask(
         program: &Pubkey,
         question: &Pubkey,
@@ -61,17 +78,16 @@ mod host {
         model: &Pubkey,
         temperature: u32,
         top_p: u32,
+        expiry: u32,
         prompt: &[u32],
     ) -> Instruction {
-        let mut data = Vec::with_capacity(45 + 4 * prompt.len());
+        let mut data = Vec::with_capacity(ASK_FIXED + 4 + 4 * prompt.len());
         data.push(0);
         data.extend_from_slice(model.as_ref());
-        data.extend_from_slice(&temperature.to_le_bytes());
-        data.extend_from_slice(&top_p.to_le_bytes());
-        data.extend_from_slice(&(prompt.len() as u32).to_le_bytes());
-        prompt
-            .iter()
-            .for_each(|id| data.extend_from_slice(&id.to_le_bytes()));
+        temperature.write(&mut data);
+        top_p.write(&mut data);
+        expiry.write(&mut data);
+        U32s::Values(prompt).write(&mut data);
         Instruction {
             program_id: *program,
             accounts: alloc::vec![
@@ -105,5 +121,92 @@ mod host {
             ],
             data: alloc::vec![2],
         }
+    }
+
+    /// Release: the question and the bound run's address (read-only, whatever it holds now);
+    /// anyone may send it once the question's expiry has passed.
+    pub fn release(program: &Pubkey, question: &Pubkey, run: &Pubkey) -> Instruction {
+        Instruction {
+            program_id: *program,
+            accounts: alloc::vec![
+                AccountMeta::new(*question, false),
+                AccountMeta::new_readonly(*run, false),
+            ],
+            data: alloc::vec![3],
+        }
+    }
+
+    /// Close: the question and its asker (signer, writable: receives every lamport).
+    pub fn close(program: &Pubkey, question: &Pubkey, asker: &Pubkey) -> Instruction {
+        Instruction {
+            program_id: *program,
+            accounts: alloc::vec![
+                AccountMeta::new(*question, false),
+                AccountMeta::new(*asker, true),
+            ],
+            data: alloc::vec![4],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use solana_pubkey::Pubkey;
+
+    #[test]
+    fn ask_parses_exactly_what_the_builder_writes_and_nothing_else() {
+        let (program, question, asker, model) = (
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+        );
+        let data = ask(
+            &program,
+            &question,
+            &asker,
+            &model,
+            5,
+            6,
+            512,
+            &[1, 40, 300],
+        )
+        .data;
+        assert_eq!(data.len(), 1 + 32 + 4 * 4 + 12);
+        match ConsumerInstruction::parse(&data) {
+            Some(ConsumerInstruction::Ask {
+                model: m,
+                temperature: 5,
+                top_p: 6,
+                expiry: 512,
+                prompt,
+            }) => {
+                assert_eq!(m, model.as_ref());
+                assert!(prompt.iter().eq([1, 40, 300]));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Truncated anywhere, one byte too many, a count other than the ids that follow.
+        for len in 0..data.len() {
+            assert_eq!(ConsumerInstruction::parse(&data[..len]), None, "{len}");
+        }
+        let mut long = data.clone();
+        long.push(0);
+        assert_eq!(ConsumerInstruction::parse(&long), None);
+        let mut count = data.clone();
+        count[45] = 2;
+        assert_eq!(ConsumerInstruction::parse(&count), None);
+        // The bare instructions: the tag alone.
+        for (tag, expected) in [
+            (1, ConsumerInstruction::Bind),
+            (2, ConsumerInstruction::Record),
+            (3, ConsumerInstruction::Release),
+            (4, ConsumerInstruction::Close),
+        ] {
+            assert_eq!(ConsumerInstruction::parse(&[tag]), Some(expected));
+            assert_eq!(ConsumerInstruction::parse(&[tag, 0]), None);
+        }
+        assert_eq!(ConsumerInstruction::parse(&[5]), None);
     }
 }

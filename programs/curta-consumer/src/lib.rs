@@ -2,16 +2,21 @@
 //! gets the answer of a run of that model that anyone may drive, and the program records it
 //! only when curta-interface's `trusted_run` holds for the question's model, prompt and
 //! settings, with a seed drawn from the chain, for the very run bound to the question in the
-//! slot it started in (docs/program.md, "Trusting a run").
+//! slot it started in, pinned (start slot, token count, runner seed) at Bind (docs/program.md,
+//! "Trusting a run" and "The example consumer's interface").
 //!
 //! Instructions (tag byte first):
 //! - 0 Ask: the asker fills a zeroed question account of this program: the model's address,
-//!   temperature and top-p (u32 each, 16 fractional bits, temperature above 0), the prompt's
-//!   count (u32, 1 to 32) and ids (u32 each).
+//!   temperature and top-p (u32 each, 16 fractional bits, curta-core's ranges, temperature
+//!   above 0), the expiry (u32 slots, MIN_EXPIRY to MAX_EXPIRY), the prompt's count (u32, 1 to
+//!   32) and ids (u32 each).
 //! - 1 Bind: the asker binds the question to a run of the Curta program whose seed will be
 //!   drawn, in the slot the run started in (the start slot's hash, hence the seed, does not
-//!   exist yet: nobody can know the answer when the run is chosen).
+//!   exist yet: nobody can know the answer when the run is chosen), and records its pin.
 //! - 2 Record: anyone records the bound run's answer once the run has finished.
+//! - 3 Release: anyone unbinds a question whose bound run did not answer, from the run's start
+//!   slot plus the question's expiry on; the asker may bind it again.
+//! - 4 Close: the asker closes an asked or answered question and receives every lamport.
 #![no_std]
 
 #[cfg(not(target_os = "solana"))]

@@ -5,21 +5,40 @@
 //! |---|---|---|
 //! | 0 | 8 | magic `CURTAQST` |
 //! | 8 | 1 | state: 0 empty, 1 asked, 2 bound, 3 answered |
+//! | 9 | 3 | reserved, zero |
 //! | 12 | 4 | prompt length, u32 (1..32) |
 //! | 16 | 32 | asker |
 //! | 48 | 32 | model (the Curta model account's address) |
 //! | 80 | 4 | temperature, u32 |
 //! | 84 | 4 | top-p, u32 |
-//! | 88 | 32 | the bound run's address |
+//! | 88 | 32 | the bound run's address (zero unless bound or answered) |
 //! | 120 | 8 | the bound run's start slot, u64 |
 //! | 128 | 4 | answer length, u32 (the run's generated tokens, at most 64 kept) |
-//! | 136 | 128 | prompt ids, u32 each |
-//! | 264 | 256 | answer ids, u32 each |
+//! | 132 | 4 | the bound run's token count (steps), u32 |
+//! | 136 | 8 | the bound run's runner seed, u64 |
+//! | 144 | 4 | expiry, u32: slots after the bound run's start slot from which anyone may release the question (MIN_EXPIRY..=MAX_EXPIRY) |
+//! | 148 | 4 | releases, u32: how many times the question was released |
+//! | 152 | 128 | prompt ids, u32 each |
+//! | 280 | 256 | answer ids, u32 each |
 
-pub const QUESTION_LEN: usize = 520;
+pub const QUESTION_LEN: usize = 536;
 pub const MAGIC: [u8; 8] = *b"CURTAQST";
 pub const MAX_PROMPT: usize = 32;
 pub const MAX_ANSWER: usize = 64;
+/// The least expiry a question may ask (slots): the SlotHashes sysvar's 512 entries, the time
+/// a run's start slot stays drawable. Until then a bound run nobody stepped can still draw its
+/// seed and be stepped to its end by anyone, and each release (a retry of the asker who walked
+/// away from a run: docs/program.md, "The seed") costs at least that long.
+pub const MIN_EXPIRY: u32 = 512;
+/// The most expiry a question may ask (slots): an epoch of 432,000 slots (about two days at
+/// 400 ms a slot), so that a question bound to a run nobody finishes comes back within it.
+pub const MAX_EXPIRY: u32 = 432_000;
+
+/// The settings a run accepts (curta-core's ranges, docs/inference.md): temperature up to 16
+/// and top-p above 0 up to 1, both with 16 fractional bits. A question outside them could never
+/// be bound.
+pub const MAX_TEMPERATURE: u32 = 16 << 16;
+pub const MAX_TOP_P: u32 = 1 << 16;
 
 pub mod field {
     pub const MAGIC: usize = 0;
@@ -32,9 +51,16 @@ pub mod field {
     pub const RUN: usize = 88;
     pub const START_SLOT: usize = 120;
     pub const ANSWER_LEN: usize = 128;
-    pub const PROMPT: usize = 136;
-    pub const ANSWER: usize = 264;
+    pub const STEPS: usize = 132;
+    pub const RUNNER_SEED: usize = 136;
+    pub const EXPIRY: usize = 144;
+    pub const RELEASES: usize = 148;
+    pub const PROMPT: usize = 152;
+    pub const ANSWER: usize = 280;
 }
+
+const _: () = assert!(field::ANSWER + 4 * MAX_ANSWER == QUESTION_LEN);
+const _: () = assert!(field::PROMPT + 4 * MAX_PROMPT == field::ANSWER);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]

@@ -7,7 +7,9 @@ use curta_core::le::{u32_at, u64_at};
 use curta_core::Config;
 
 use crate::error::CurtaError;
-use crate::run::{run_field, run_seed_bytes, SeedSource, RUN_HEADER_LEN, RUN_MAGIC, RUN_VERSION};
+use crate::run::{
+    run_field, run_seed_bytes, SeedSource, RUN_HEADER_LEN, RUN_MAGIC, RUN_VERSION, TEXT_PER_STEP,
+};
 use crate::state::{check_model, model_field, Address, ModelState, MODEL_SEED};
 
 /// Why a run (or a model) is not trusted.
@@ -35,11 +37,15 @@ pub enum Distrust {
     WrongStartSlot,
     #[error("the model account is not a Sealed model of the program at the address of the expected authority and weights hash: {0}")]
     Model(CurtaError),
+    #[error("the run's token count is not the pinned one (closed and created again at the same address in the same slot?)")]
+    WrongSteps,
+    #[error("the run's runner seed is not the pinned one (closed and created again at the same address in the same slot?)")]
+    WrongRunnerSeed,
 }
 
 impl Distrust {
-    /// The variant's number, in declaration order (0 `WrongOwner` ... 10 `Model`): for a
-    /// consumer's error codes.
+    /// The variant's number, in declaration order (0 `WrongOwner` ... 10 `Model`, 11
+    /// `WrongSteps`, 12 `WrongRunnerSeed`): for a consumer's error codes.
     pub fn index(self) -> u32 {
         match self {
             Distrust::WrongOwner => 0,
@@ -53,6 +59,8 @@ impl Distrust {
             Distrust::NoSeed => 8,
             Distrust::WrongStartSlot => 9,
             Distrust::Model(_) => 10,
+            Distrust::WrongSteps => 11,
+            Distrust::WrongRunnerSeed => 12,
         }
     }
 }
@@ -79,9 +87,58 @@ pub struct RunRule<'a> {
     /// (temperature, top-p) with 16 fractional bits, if required.
     pub settings: Option<(u32, u32)>,
     pub seed: SeedRule,
-    /// The slot the run must have started in (recorded by the consumer before the run could
-    /// be known), if any: a run closed and created again at the same address has another.
-    pub start_slot: Option<u64>,
+    /// The run as the consumer recorded it before its seed could be known ([`RunPin::of`]),
+    /// if any: a run closed and created again at the same address differs from it in its start
+    /// slot (a later slot), or, in the same slot, in its token count or runner seed.
+    pub pin: Option<RunPin>,
+}
+
+/// What StartRun fixed of a run that the run's address, model, prompt, settings and seed
+/// source do not: the slot it started in, its token count and the runner's seed. A runner may
+/// close its run and start it again at the same address with the same model, prompt and
+/// settings; in a later slot it has another start slot, and in the *same* slot (the same
+/// start slot, hence, with the same runner seed, the same drawn seed) it may have fewer steps
+/// (the same answer cut short) or another runner seed (another drawn seed). A consumer that
+/// binds a run before its seed is drawn records the three ([`RunPin::of`] the run it binds)
+/// and requires them when it relies on the run ([`RunRule::pin`]): the run it reads is then
+/// the one it bound, or one identical to it in every input the program takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunPin {
+    /// The slot StartRun landed in (`WrongStartSlot`).
+    pub start_slot: u64,
+    /// The most tokens the run may generate, as StartRun was given (`WrongSteps`).
+    pub steps: u32,
+    /// The runner's seed, an input of a drawn seed (`WrongRunnerSeed`).
+    pub runner_seed: u64,
+}
+
+impl RunPin {
+    /// The pin of a run as it is now.
+    // Inlined: SBF returns one register, so no call may return this aggregate.
+    #[inline(always)]
+    pub fn of(run: &RunView) -> RunPin {
+        RunPin {
+            start_slot: run.start_slot(),
+            steps: run.steps(),
+            runner_seed: run.runner_seed(),
+        }
+    }
+
+    /// Whether `run` is the pinned run: its start slot (`WrongStartSlot`), token count
+    /// (`WrongSteps`) and runner seed (`WrongRunnerSeed`) are the pin's.
+    #[inline(always)]
+    pub fn check(&self, run: &RunView) -> Result<(), Distrust> {
+        if run.start_slot() != self.start_slot {
+            return Err(Distrust::WrongStartSlot);
+        }
+        if run.steps() != self.steps {
+            return Err(Distrust::WrongSteps);
+        }
+        if run.runner_seed() != self.runner_seed {
+            return Err(Distrust::WrongRunnerSeed);
+        }
+        Ok(())
+    }
 }
 
 /// A run account's fields, read in place: what [`read_run`] and [`trusted_run`] return.
@@ -130,6 +187,17 @@ impl<'d> RunView<'d> {
 
     pub fn start_slot(&self) -> u64 {
         u64_at(self.data, run_field::START_SLOT)
+    }
+
+    /// The most tokens the run may generate (its token count as StartRun was given): its text
+    /// capacity over `TEXT_PER_STEP`.
+    pub fn steps(&self) -> u32 {
+        u32_at(self.data, run_field::TEXT_CAPACITY) / TEXT_PER_STEP as u32
+    }
+
+    /// The runner's seed as StartRun was given (a drawn seed's input; chosen: the seed).
+    pub fn runner_seed(&self) -> u64 {
+        u64_at(self.data, run_field::RUNNER_SEED)
     }
 
     pub fn temperature(&self) -> u32 {
@@ -239,13 +307,13 @@ pub fn read_run<'d>(
 /// A consumer's check before it relies on a run: [`read_run`]'s, then the run is of the
 /// rule's model (`WrongModel`),
 /// finished with status 1 or 2 (`NotFinished`), with the rule's prompt, settings, seed
-/// source and start slot where the rule names them. What it returns reads the run's tokens,
-/// text and seed in place.
+/// source and pin (start slot, token count, runner seed: [`RunPin::check`]) where the rule
+/// names them. What it returns reads the run's tokens, text and seed in place.
 ///
 /// A run can be closed and created again at the same address: a consumer that acts on a run
 /// in a later transaction than the one that checked it must check it again there (and, to
-/// rule out a runner who aborts runs it dislikes, fix the run's start slot before its seed
-/// is drawn: `start_slot`).
+/// rule out a runner who aborts runs it dislikes, pin the run before its seed is drawn:
+/// [`RunRule::pin`]).
 // Inlined: SBF returns one register, so no call may return this aggregate.
 #[inline(always)]
 pub fn trusted_run<'d>(
@@ -279,8 +347,8 @@ pub fn trusted_run<'d>(
         (_, SeedSource::Chosen) => return Err(Distrust::ChosenSeed),
         (SeedRule::Drawn, SeedSource::None) => return Err(Distrust::NoSeed),
     }
-    if rule.start_slot.is_some_and(|slot| slot != run.start_slot()) {
-        return Err(Distrust::WrongStartSlot);
+    if let Some(pin) = rule.pin {
+        pin.check(&run)?;
     }
     Ok(run)
 }
