@@ -381,7 +381,14 @@ async fn a_drawn_run_a_stranger_drew_and_finished_first_is_reported() {
         let run = s.check(o, &prompt, steps, 3).await;
         assert_eq!(run.tokens.len(), steps as usize);
         assert_eq!(run.steps_sent, 0);
-        assert_eq!(run.steps_after_end, 1);
+        assert_eq!(
+            (
+                run.steps_after_end,
+                run.steps_out_of_reach,
+                run.steps_before_seed
+            ),
+            (1, 0, 0)
+        );
         assert_eq!(run.failed_transactions, 1);
     }
 }
@@ -413,6 +420,14 @@ async fn a_text_prompt_a_stranger_tokenized_or_finished_first_goes_on() {
     assert_eq!(run.prompt_sent_as, Some("text"));
     assert_eq!(run.encoding_steps, 0);
     assert_eq!(run.steps_sent, forward);
+    assert_eq!(
+        (
+            run.steps_after_end,
+            run.steps_out_of_reach,
+            run.steps_before_seed
+        ),
+        (0, 0, encoding)
+    );
     assert_eq!(run.failed_transactions, encoding as u64);
 
     let o = s.run(1, &prompt, steps, When::FirstStep, Act::Finish).await;
@@ -420,6 +435,14 @@ async fn a_text_prompt_a_stranger_tokenized_or_finished_first_goes_on() {
     // StartRun, the client's encoding steps (refused: RunEnded) and CloseRun.
     let run = s.check(o, &prompt, steps, 1 + encoding as u64 + 1).await;
     assert_eq!((run.steps_sent, run.encoding_steps), (0, 0));
+    assert_eq!(
+        (
+            run.steps_after_end,
+            run.steps_out_of_reach,
+            run.steps_before_seed
+        ),
+        (encoding, 0, 0)
+    );
     assert_eq!(run.failed_transactions, encoding as u64);
 }
 
