@@ -33,6 +33,8 @@ mod publish;
 mod repair;
 #[path = "client/run.rs"]
 mod run;
+#[path = "client/strangers.rs"]
+mod strangers;
 
 use curta_client::{BankTransport, Options, Transport};
 use solana_keypair::Keypair;

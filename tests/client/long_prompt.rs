@@ -21,7 +21,7 @@ const TEXT_LEN: usize = 600;
 
 /// Steps that continue the encoding of `text` after StartRun: curta-core's `Encoding` advanced
 /// by StartRun's share, then a step's budget at a time, with the program's cost per item.
-fn encoding_steps(artifact: &[u8], text: &[u8]) -> u32 {
+pub(crate) fn encoding_steps(artifact: &[u8], text: &[u8]) -> u32 {
     let decoded = curta_core::decode(artifact).unwrap();
     let meta = decoded.metadata();
     let mut state = vec![0u8; state_len(&meta.config())];

@@ -335,8 +335,12 @@ fn on_chain_summary(run: &OnChainRun) -> String {
         0 => String::new(),
         n => format!(", {n} where the run had moved past the sections they carried"),
     };
+    let early = match run.steps_before_seed {
+        0 => String::new(),
+        n => format!(", {n} in the start slot before the seed could be drawn"),
+    };
     format!(
-        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end{reach}, up to {} in flight ({} units per account and block, {}), {} {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {} ({}), weights hash {}",
+        "{} tokens ({end}) on chain in {:.3} s: run {} (nonce {}{resumed}), {} steps sent{others}, {} after the end{reach}{early}, up to {} in flight ({} units per account and block, {}), {} {} transactions ({} failed), fees {} lamports, {rent}; the runner spent {} lamports; seed {} ({}), weights hash {}",
         run.tokens.len(),
         run.seconds,
         run.run,

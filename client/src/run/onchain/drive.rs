@@ -16,38 +16,63 @@ use solana_transaction_error::TransactionError;
 use std::cell::Cell;
 use std::time::Duration;
 
-/// What [`drive`] sent.
-pub(super) struct Driven {
-    pub(super) sent: u32,
+/// This client's steps the program refused because the run was not where the step was
+/// planned for: someone else's steps moved it, or it cannot move yet. Each changed nothing
+/// and paid its fee; the client reads the run again and goes on from what it holds, in every
+/// stage that steps ([`super::start::encode`], [`super::start::draw`], [`drive`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Passed {
+    /// Landed after the run ended (`RunEnded`: others' steps, or this client's own in flight,
+    /// finished it).
     pub(super) after_end: u32,
+    /// Landed where the run's next item reads a section they do not carry
+    /// (`SectionNotLoaded`: others' steps moved the run, or the encoding they were sent to
+    /// continue ended and the run's first items read another section).
     pub(super) out_of_reach: u32,
+    /// Landed in a drawn run's start slot once the run had started (`SeedNotReady`: the slot's
+    /// hash is made when it ends; others' steps ended the encoding they were sent to continue,
+    /// or the drawing step landed in the start slot after all).
+    pub(super) before_seed: u32,
+}
+
+impl Passed {
+    /// Counts a refusal that only says the run was elsewhere or not ready, and says whether
+    /// it was one: any other refusal stops the run ([`refused`]).
+    pub(super) fn count(&mut self, error: &TransactionError) -> bool {
+        match curta_error(error) {
+            Some(CurtaError::RunEnded) => self.after_end += 1,
+            Some(CurtaError::SectionNotLoaded) => self.out_of_reach += 1,
+            Some(CurtaError::SeedNotReady) => self.before_seed += 1,
+            _ => return false,
+        }
+        true
+    }
 }
 
 /// Steps the run to its end. Each round plans from the chain's state how many steps of this
 /// client's budget are left, sends them with `window` in flight, and meanwhile watches the
 /// run account: its state must be curta-core's at the point it reached, and every token that
-/// lands is streamed. Steps that land after the run ended are refused by the program
-/// (RunEnded) and counted; any other refusal stops the run (closed unless `--keep`).
+/// lands is streamed. Refusals that only say the run moved on ([`Passed`]) are counted and the
+/// next round plans from the chain again (after the start slot, where a step was too early);
+/// any other refusal stops the run (closed unless `--keep`). Returns the steps sent that
+/// advanced the run.
 pub(super) async fn drive<T: Transport>(
     engine: &mut Engine<'_, T>,
     ctx: &Context<'_>,
     model: &Model<'_>,
     shadow: &mut Shadow<'_>,
     limit: AccountLimit,
+    passed: &mut Passed,
     on_token: &mut impl FnMut(u32, &[u8]),
-) -> Result<Driven, RunOnChainError> {
+) -> Result<u32, RunOnChainError> {
     let t = engine.transport();
     let mut streamed = 0usize;
-    let mut driven = Driven {
-        sent: 0,
-        after_end: 0,
-        out_of_reach: 0,
-    };
+    let mut sent = 0;
     let poll = engine.profile.poll.max(Duration::from_millis(50));
     loop {
         let header = observe(t, ctx, shadow, &mut streamed, on_token).await?;
         if point(&header.state).0 {
-            return Ok(driven);
+            return Ok(sent);
         }
         let mut reads = steps_ahead(model, &header.state, ctx.request.budget, usize::MAX)?;
         if reads.is_empty() {
@@ -72,13 +97,15 @@ pub(super) async fn drive<T: Transport>(
             }
         };
         let (failures, ()) = tokio::try_join!(sending, watching)?;
-        driven.sent += count - failures.len() as u32;
+        sent += count - failures.len() as u32;
+        let early = passed.before_seed;
         for failure in failures {
-            match curta_error(&failure.error) {
-                Some(CurtaError::RunEnded) => driven.after_end += 1,
-                Some(CurtaError::SectionNotLoaded) => driven.out_of_reach += 1,
-                _ => return Err(refused(engine, ctx, &failure.error).await),
+            if !passed.count(&failure.error) {
+                return Err(refused(engine, ctx, &failure.error).await);
             }
+        }
+        if passed.before_seed > early {
+            engine.transport().pass_slot(header.start_slot).await?;
         }
     }
 }
@@ -122,18 +149,8 @@ pub(super) async fn observe<T: Transport>(
     Ok(*header)
 }
 
-/// Whether a step's refusal only says that the run moved past what the step was planned for:
-/// it ended (`RunEnded`), or its next item reads a section the step does not carry
-/// (`SectionNotLoaded`, where steps carry only the sections they read).
-pub(super) fn passed_by(error: &TransactionError) -> bool {
-    matches!(
-        curta_error(error),
-        Some(CurtaError::RunEnded | CurtaError::SectionNotLoaded)
-    )
-}
-
-/// A step the program refused for another reason than the run's end: the same step on the
-/// same state fails the same way, so the run cannot go on. Its rent goes back to the runner
+/// A step the program refused for another reason than those of [`Passed`]: the same step on
+/// the same state fails the same way, so the run cannot go on. Its rent goes back to the runner
 /// (unless --keep), and the error says so, with the program's log of a simulated step.
 pub(super) async fn refused<T: Transport>(
     engine: &mut Engine<'_, T>,

@@ -31,7 +31,7 @@ use crate::Error;
 use context::{prepare, Context, Existing};
 use curta_core::infer::{Model, Status};
 use curta_interface::run::{SeedSource, MAX_STEP_BUDGET};
-use drive::{drive, finish, Driven};
+use drive::{drive, finish, Passed};
 use expected::{generated, Shadow};
 use pipeline::{account_limit, AccountLimit};
 use solana_keypair::Keypair;
@@ -51,7 +51,8 @@ struct Stages {
     start: Option<(&'static str, u64)>,
     encoding: u32,
     drawing: u32,
-    driven: Driven,
+    driven: u32,
+    passed: Passed,
     rent: u64,
     balance_before: u64,
     started: Instant,
@@ -94,16 +95,26 @@ pub async fn run_on_chain<T: Transport>(
         Existing::Resume(header) => (Some(header.steps_landed), None),
         Existing::Fresh { funded } => (None, Some(start(&mut engine, &ctx, *funded).await?)),
     };
-    let encoding_steps = encode(&mut engine, &ctx, &model, limit).await?;
+    let mut passed = Passed::default();
+    let encoding_steps = encode(&mut engine, &ctx, &model, limit, &mut passed).await?;
     let mut drawing_steps = 0;
     if request.source == SeedSource::Drawn {
-        let (seed, sent) = draw(&mut engine, &ctx, &model).await?;
+        let (seed, sent) = draw(&mut engine, &ctx, &model, &mut passed).await?;
         drawing_steps = sent;
         p.expected = expected_with_seed(&artifact, request, &p, seed)?;
     }
     let ctx = Context::new(t, runner, model_address, request, &p);
     let mut shadow = Shadow::new(&model, p.expected.start.clone());
-    let driven = drive(&mut engine, &ctx, &model, &mut shadow, limit, &mut on_token).await?;
+    let driven = drive(
+        &mut engine,
+        &ctx,
+        &model,
+        &mut shadow,
+        limit,
+        &mut passed,
+        &mut on_token,
+    )
+    .await?;
     let generation_seconds = started.elapsed().as_secs_f64();
     let ended = finish(&mut engine, &ctx, &model).await?;
     let stages = Stages {
@@ -112,6 +123,7 @@ pub async fn run_on_chain<T: Transport>(
         encoding: encoding_steps,
         drawing: drawing_steps,
         driven,
+        passed,
         rent,
         balance_before,
         started,
@@ -131,10 +143,10 @@ async fn report<T: Transport>(
     limit: AccountLimit,
 ) -> Result<OnChainRun, RunOnChainError> {
     let (header, lamports, close_units) = ended;
-    let (p, request, driven) = (ctx.p, ctx.request, &stages.driven);
+    let (p, request, passed) = (ctx.p, ctx.request, &stages.passed);
     let steps_landed = header.steps_landed;
     let tokens = generated(model, &header.state)?;
-    let sent = driven.sent + stages.drawing + stages.encoding;
+    let sent = stages.driven + stages.drawing + stages.encoding;
     Ok(OnChainRun {
         prompt_tokens: p.expected.prompt_tokens.clone(),
         tokens_per_second: tokens.len() as f64 / stages.generation_seconds.max(1e-9),
@@ -153,8 +165,9 @@ async fn report<T: Transport>(
         steps: p.expected.steps,
         steps_sent: sent,
         encoding_steps: stages.encoding,
-        steps_after_end: driven.after_end,
-        steps_out_of_reach: driven.out_of_reach,
+        steps_after_end: passed.after_end,
+        steps_out_of_reach: passed.out_of_reach,
+        steps_before_seed: passed.before_seed,
         steps_by_others: match stages.resumed_from {
             None => steps_landed.saturating_sub(sent),
             Some(_) => 0,

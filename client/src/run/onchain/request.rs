@@ -151,6 +151,11 @@ pub struct OnChainRun {
     /// not carry (refused with SectionNotLoaded, each paid its fee and changed nothing: a model
     /// too large for a step to carry every section, whose run others' steps moved on).
     pub steps_out_of_reach: u32,
+    /// Steps this call sent that landed in a drawn run's start slot once the run had started
+    /// (refused with SeedNotReady, each paid its fee and changed nothing: the slot's hash, which
+    /// the seed is drawn from, exists once the slot ends). Others' steps ended the encoding
+    /// these were sent to continue, or the drawing step landed in the start slot after all.
+    pub steps_before_seed: u32,
     /// Steps that landed that this call did not send (anyone may step a run; 0 when resumed,
     /// where the earlier steps are not told apart).
     pub steps_by_others: u32,

@@ -4,21 +4,19 @@
 
 use super::account::{read_run, Found};
 use super::context::{Context, Existing, Prepared};
-use super::drive::{passed_by, refused};
+use super::drive::{refused, Passed};
 use super::expected::{
     encoding_steps, encoding_steps_left, expected, follow_encoding, point, steps_ahead, steps_left,
     Expected, Shadow,
 };
 use super::pipeline::AccountLimit;
 use super::request::{source_name, RunOnChainError, RunRequest};
-use crate::error::curta_error;
 use crate::run::Prompt;
 use crate::send::transport::Transport;
 use crate::send::Engine;
 use crate::Error;
 use curta_core::infer::{Model, Settings};
 use curta_core::Artifact;
-use curta_interface::error::CurtaError;
 use curta_interface::instruction::OwnedPrompt;
 use curta_interface::run::SeedSource;
 use solana_instruction::error::InstructionError;
@@ -237,12 +235,16 @@ pub(super) fn over_compute_limit(error: &TransactionError, logs: &[String]) -> b
 /// rest, order-free like every step, `window` in flight. Each round re-plans from the chain's
 /// encoding (compared with curta-core's at the point it reached); the chain's state once the
 /// run starts is checked by [`drive`]'s shadow. Returns the steps this call sent that landed
-/// (0 when the prompt went as ids, or StartRun's share ended the encoding).
+/// (0 when the prompt went as ids, or StartRun's share ended the encoding). A step of this
+/// client's that lands where others' steps ended the encoding is refused ([`Passed`]: the run
+/// ended, its first items read another section, or its seed cannot be drawn in the start
+/// slot): the next round reads the run again and returns once it has started.
 pub(super) async fn encode<T: Transport>(
     engine: &mut Engine<'_, T>,
     ctx: &Context<'_>,
     model: &Model<'_>,
     limit: AccountLimit,
+    passed: &mut Passed,
 ) -> Result<u32, RunOnChainError> {
     let address = ctx.p.address;
     let mut sent = 0;
@@ -271,10 +273,13 @@ pub(super) async fn encode<T: Transport>(
         let failures = engine.send(items, ctx.p.window(limit.units), false).await?;
         sent += left.max(1) - failures.len() as u32;
         // A step of ours that landed after the encoding ended (a stranger's steps did part of
-        // it) steps the run itself: refused with SectionNotLoaded where it carries section
-        // zero only, and after a very short run's end with RunEnded.
-        if let Some(failure) = failures.iter().find(|f| !passed_by(&f.error)) {
-            return Err(refused(engine, ctx, &failure.error).await);
+        // it) steps the run itself: refused with SeedNotReady in a drawn run's start slot,
+        // SectionNotLoaded where it carries section zero only, RunEnded after a run a
+        // stranger finished. The next round reads where the run is.
+        for failure in &failures {
+            if !passed.count(&failure.error) {
+                return Err(refused(engine, ctx, &failure.error).await);
+            }
         }
     }
 }
@@ -285,12 +290,16 @@ pub(super) const DRAW_TRIES: u32 = 8;
 
 /// Draws a drawn run's seed: once the cluster is past the slot StartRun landed in, one step
 /// (the program refuses a step in the start slot with SeedNotReady: tried again after the next
-/// slot). Returns the seed in force, read from the run's header, and the steps this call
-/// sent that advanced the run (0 when the seed was drawn already, by anyone).
+/// slot). A stranger's step may draw it first, and finish the run: this client's step is then
+/// refused (RunEnded, or SectionNotLoaded where it does not carry the section the run moved
+/// to) and the header read again holds the seed. Returns the seed in force, read from the
+/// run's header, and the steps this call sent that advanced the run (0 when the seed was
+/// drawn already, by anyone).
 pub(super) async fn draw<T: Transport>(
     engine: &mut Engine<'_, T>,
     ctx: &Context<'_>,
     model: &Model<'_>,
+    passed: &mut Passed,
 ) -> Result<(u64, u32), RunOnChainError> {
     let address = ctx.p.address;
     let mut sent = 0;
@@ -311,7 +320,7 @@ pub(super) async fn draw<T: Transport>(
         let failures = engine.send(ctx.next_steps(&[first], 0), 1, false).await?;
         match failures.first() {
             None => sent += 1,
-            Some(failure) if curta_error(&failure.error) == Some(CurtaError::SeedNotReady) => {}
+            Some(failure) if passed.count(&failure.error) => {}
             Some(failure) => return Err(refused(engine, ctx, &failure.error).await),
         }
     }
