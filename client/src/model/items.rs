@@ -29,9 +29,10 @@ pub const WRITE_UNITS: u32 = 2_000;
 pub const SEAL_UNITS: u32 = 120_000;
 pub const REOPEN_UNITS: u32 = 50_000;
 pub const CLOSE_UNITS: u32 = 50_000;
-/// The limit of chunk 0's Seal where a simulation cannot measure it: it checks section zero,
-/// every sorted token id among it (about 10 units an id), for any vocabulary up to 65,536
-/// (test `compute_units`: the largest, with 18 sections, about 720,000, times 1.2).
+/// The limit chunk 0's Seal always carries, with or without a price: it checks section zero,
+/// every sorted token id among it (about 10 units an id: a 32,000-token model's is over the
+/// default 200,000), for any vocabulary up to 65,536 (test `compute_units`: the largest, with
+/// 18 sections, about 700,000, times 1.2).
 pub const SEAL_START_UNITS: u32 = 870_000;
 /// The least limit of a Seal: a full chunk's measure with a margin (whichever chunk was
 /// simulated, any later one may be full).
@@ -69,12 +70,13 @@ pub fn write_item(section: usize, bytes: usize, instruction: Instruction) -> Ite
 pub fn seal_item(chunk: u32, instruction: Instruction) -> Item {
     let item = Item::new(
         SEAL,
-        Units::Measured {
-            fallback: match chunk {
-                0 => SEAL_START_UNITS,
-                _ => SEAL_UNITS,
+        match chunk {
+            // Over the default 200,000 units for a large vocabulary: always carried.
+            0 => Units::Fixed(SEAL_START_UNITS),
+            _ => Units::Measured {
+                fallback: SEAL_UNITS,
+                floor: SEAL_CHUNK_UNITS,
             },
-            floor: SEAL_CHUNK_UNITS,
         },
         vec![instruction],
     )

@@ -11,7 +11,7 @@ use super::items::{self, write_capacity_in, Creates, CREATE, WRITE};
 use crate::artifact::{hex, LocalArtifact};
 use crate::error::curta_error;
 use crate::send::transport::Transport;
-use crate::send::{Bar, Engine, Item};
+use crate::send::{Bar, Engine, Item, Units};
 use crate::Error;
 use curta_interface::error::CurtaError;
 use curta_interface::state::{Model, ModelState, MODEL_LEN, WEIGHT_HEADER_LEN};
@@ -106,6 +106,9 @@ pub struct Plan {
     pub seal_chunks: u32,
     /// The next seal, to price seals with.
     pub next_seal: Option<Item>,
+    /// When the next seal is chunk 0 (which carries a fixed limit of its own), a later chunk's
+    /// seal, to price the others with.
+    pub later_seal: Option<Item>,
     /// Rent the accounts still to create need, less what their addresses already hold.
     pub rent: u64,
 }
@@ -151,6 +154,10 @@ impl Plan {
             _ => curta_core::total_chunks(&lengths),
         };
         let next_seal = (seal_chunks > 0).then(|| next_seal(chain, authority, reopen.is_some()));
+        let later_seal = next_seal
+            .as_ref()
+            .filter(|item| matches!(item.units, Units::Fixed(_)) && seal_chunks > 1)
+            .map(|_| later_seal(chain, reopen.is_some()));
         Plan {
             rent: items::missing_rent(chain, &lengths, rent),
             creates,
@@ -158,6 +165,7 @@ impl Plan {
             reopen,
             seal_chunks,
             next_seal,
+            later_seal,
         }
     }
 
@@ -177,8 +185,13 @@ impl Plan {
         if let Some(item) = &self.reopen {
             shapes.push((item, 1));
         }
-        if let Some(item) = &self.next_seal {
-            shapes.push((item, self.seal_chunks as u64));
+        match (&self.next_seal, &self.later_seal) {
+            (Some(first), Some(later)) => {
+                shapes.push((first, 1));
+                shapes.push((later, self.seal_chunks as u64 - 1));
+            }
+            (Some(item), None) => shapes.push((item, self.seal_chunks as u64)),
+            _ => {}
         }
         shapes
     }
@@ -248,6 +261,31 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
         pass,
     );
     items::seal_item(0, start)
+}
+
+/// A seal of a chunk after chunk 0 carrying every section, to price those seals with before
+/// the pass starts (the chain refuses to simulate it then: the engine uses the seal's fallback
+/// limit, for the check and the seals sent alike).
+fn later_seal(chain: &OnChain, reopen: bool) -> Item {
+    let weights: Vec<Pubkey> = match chain.weights.is_empty() {
+        true => vec![chain.address],
+        false => chain.weights.iter().map(|w| w.address).collect(),
+    };
+    let pass = match &chain.model {
+        Some(m) if reopen => m.seal_pass + 1,
+        Some(m) => m.seal_pass,
+        None => 0,
+    };
+    let creation = chain.model.as_ref().map_or(0, |m| m.creation);
+    let seal = curta_interface::instruction::seal_every_section(
+        &chain.program_id,
+        &chain.address,
+        &weights,
+        creation,
+        pass,
+        1,
+    );
+    items::seal_item(1, seal)
 }
 
 /// Creates what is missing and writes what differs, planning again from the chain after a

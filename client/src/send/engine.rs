@@ -175,7 +175,11 @@ impl<'a, T: Transport> Engine<'a, T> {
     /// The compute-unit limit an item of this shape carries, once measured (or fixed);
     /// `None` in legacy without a price.
     pub fn limit(&self, item: &Item) -> Option<u32> {
-        self.limits.get(&item.shape()).copied()
+        match item.units {
+            // An item's own: items of the same label may be measured instead.
+            Units::Fixed(limit) => Some(limit),
+            _ => self.limits.get(&item.shape()).copied(),
+        }
     }
 
     /// The fee of one transaction of this item's shape (one signer; with a price, the limit
@@ -227,8 +231,7 @@ impl<'a, T: Transport> Engine<'a, T> {
         {
             return Ok(());
         }
-        if let Units::Fixed(limit) = item.units {
-            self.limits.insert(key, limit);
+        if let Units::Fixed(_) = item.units {
             return Ok(());
         }
         let (blockhash, _) = self.fresh_blockhash().await?;

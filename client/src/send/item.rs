@@ -129,7 +129,8 @@ impl Item {
     /// The key of the items that share a compute-unit limit (and so a fee).
     pub(super) fn shape(&self) -> Shape {
         match self.units {
-            Units::MeasuredEach { .. } => Shape(
+            // A fixed limit is the item's own: it shares no measure with the label's others.
+            Units::MeasuredEach { .. } | Units::Fixed(_) => Shape(
                 self.label,
                 self.instructions
                     .iter()
