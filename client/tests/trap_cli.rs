@@ -2,8 +2,8 @@
 //! exponential table other than the spec's, a table block not at a multiple of 4) is refused
 //! with the reader's message and no panic; a model the seal accepts (a token entry too long or
 //! outside section zero, tables and scales at their extremes) runs to its end with the tokens
-//! curta-core gives, and no panic; a model the seal refuses for its tokenizer runs a prompt of
-//! ids and refuses a text prompt with the encoder's message.
+//! curta-core gives, and no panic; a model the seal refuses for a sorted id past its vocabulary
+//! runs a prompt of ids and refuses a text prompt with the encoder's message.
 
 use curta_core::infer::{decode, state_len, Model, Progress, Run, Settings};
 use std::path::Path;
@@ -115,41 +115,60 @@ fn a_model_the_seal_accepts_runs_to_its_end_in_client_run() {
     }
 }
 
-/// A model the seal refuses for its tokenizer (a sorted id past the vocabulary, no token for
-/// " "): `client run` reads it (the reader checks neither: a prompt of ids needs neither), and
-/// refuses a text prompt with the encoder's message, no panic.
+/// A model the seal refuses for its tokenizer (a sorted id past the vocabulary): `client run`
+/// reads it (the reader does not check sorted ids: a prompt of ids needs none), and refuses a
+/// text prompt with the encoder's message, no panic.
 #[test]
 fn a_tokenizer_the_seal_refuses_fails_text_prompts_in_client_run() {
     let dir = tempfile::tempdir().unwrap();
-    let artifact = stories260k();
-    let cases = [
-        (
-            traps::sorted_id_past_vocab(&artifact, 256),
-            "sorted token id 256 is 512, expected a token id below the vocabulary (512)",
-        ),
-        (traps::no_space_token(&artifact), "no token for \" \""),
-    ];
-    for (i, (trap, message)) in cases.into_iter().enumerate() {
-        assert!(run_file(dir.path(), &format!("ids{i}.curta"), &trap)
-            .status
-            .success());
-        let path = dir.path().join(format!("text{i}.curta"));
-        std::fs::write(&path, &trap).unwrap();
-        let o = Command::new(env!("CARGO_BIN_EXE_client"))
-            .args([
-                "run",
-                path.to_str().unwrap(),
-                "--prompt",
-                "Lily",
-                "--steps",
-                "4",
-            ])
-            .args(["--temperature", "0", "--output", "json"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success());
-        assert!(err.contains(message), "{err}");
-        assert!(!err.contains("panicked"), "{err}");
-    }
+    let trap = traps::sorted_id_past_vocab(&stories260k(), 256);
+    assert!(run_file(dir.path(), "ids.curta", &trap).status.success());
+    let path = dir.path().join("text.curta");
+    std::fs::write(&path, &trap).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_client"))
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--prompt",
+            "Lily",
+            "--steps",
+            "4",
+        ])
+        .args(["--temperature", "0", "--output", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    let message = "sorted token id 256 is 512, expected a token id below the vocabulary (512)";
+    assert!(err.contains(message), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A vocabulary without " " runs a text prompt: its space prefix is the byte token of " " (35).
+#[test]
+fn a_vocabulary_without_a_space_token_runs_text_prompts_in_client_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spaceless.curta");
+    std::fs::write(&path, traps::no_space_token(&stories260k())).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_client"))
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--prompt",
+            "Lily",
+            "--steps",
+            "4",
+        ])
+        .args(["--temperature", "0", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let prompt: Vec<u64> = v["prompt_tokens"]
+        .as_array()
+        .expect("prompt_tokens")
+        .iter()
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    assert_eq!(prompt[..2], [1, 35]);
 }

@@ -414,12 +414,13 @@ pub async fn seal_chunk(
             pass,
         );
         // Chunk 0 checks every sorted token id: a 32,000-token model's is over the default
-        // 200,000 units.
+        // 200,000 units. The limit goes after the seal (the runtime reads it wherever it is),
+        // so that the seal's refusals are instruction 0's.
         let limit =
             solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_limit(
                 1_400_000,
             );
-        bank.send(&[limit, start], &[&p.signer]).await
+        bank.send(&[start, limit], &[&p.signer]).await
     } else {
         let seal = ix::seal(&PROGRAM, &p.model, &p.weights[s], p.creation, pass, chunk);
         bank.send(&[seal], &[]).await

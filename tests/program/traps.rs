@@ -63,7 +63,6 @@ async fn a_section_zero_that_would_trap_its_runs_is_refused_at_seal() {
             traps::sorted_id_past_vocab(&artifact, 511),
             "sorted token id past the vocabulary",
         ),
-        (traps::no_space_token(&artifact), "no token for \" \""),
     ];
     for (trap, reason) in cases {
         let p = planted(&mut bank, split_sections(&trap)).await;
@@ -94,11 +93,10 @@ async fn a_section_zero_that_would_trap_its_runs_is_refused_at_seal() {
     assert_eq!(bank.model(&p.model).await.state, ModelState::Sealed);
 }
 
-/// What the seal's tokenizer refusals spare a model's runs: off chain, curta-core reads the same
-/// two traps (they are not refused by its reader, which checks no sorted id) and every text
-/// prompt fails to encode, while a prompt of ids runs.
+/// What the seal's tokenizer refusal spares a model's runs: off chain, curta-core reads the
+/// trap (its reader checks no sorted id) and every text prompt fails to encode.
 #[test]
-fn the_tokenizer_traps_fail_every_text_prompt_off_chain() {
+fn a_sorted_id_past_the_vocabulary_fails_every_text_prompt_off_chain() {
     use curta_core::infer::{tokenizer, RunError};
     use curta_core::FormatError;
     let artifact = stories260k_artifact();
@@ -114,13 +112,24 @@ fn the_tokenizer_traps_fail_every_text_prompt_off_chain() {
             ..
         }))
     ));
-    let spaceless = traps::no_space_token(&artifact);
-    let decoded = curta_core::decode(&spaceless).unwrap();
-    assert_eq!(
-        tokenizer::encode(decoded.metadata(), b"Lily", &mut out),
-        Err(RunError::NoSpaceToken)
-    );
-    assert_eq!(tokenizer::encode(decoded.metadata(), b"", &mut out), Ok(1));
+}
+
+/// A vocabulary without " " (its token given no bytes) seals, and a text prompt's space prefix
+/// is the byte token of " " (0x20 + 3 = 35), as for any character without a token of its own
+/// (the SDK's encoder did so already; curta-core refused the prompt before): on chain as off
+/// chain.
+#[tokio::test]
+async fn a_vocabulary_without_a_space_token_seals_and_its_text_prompts_run() {
+    let artifact = traps::no_space_token(&stories260k_artifact());
+    let decoded = curta_core::decode(&artifact).unwrap();
+    let mut out = [0u32; 16];
+    let n = curta_core::infer::tokenizer::encode(decoded.metadata(), b"Lily", &mut out).unwrap();
+    assert_eq!(out[..2], [1, 35], "{:?}", &out[..n]);
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    assert_eq!(bank.model(&p.model).await.state, ModelState::Sealed);
+    let prompt = OwnedPrompt::Text(b"Lily".to_vec());
+    run_and_compare(&mut bank, &p, &artifact, prompt, 8, Settings::greedy(), 0).await;
 }
 
 /// The greedy run of stories260K from token 1, 20 steps, off chain: its tokens and each

@@ -78,9 +78,6 @@ pub enum RunError {
     #[error("the token buffer has {len} entries, encoding this text needs {needed}")]
     TokenBuffer { len: usize, needed: usize },
 
-    #[error("the tokenizer has no token for \" \" (the prompt's space prefix)")]
-    NoSpaceToken,
-
     #[error("matrix {matrix} is in section {section}, which this runner does not hold")]
     SectionMissing { section: usize, matrix: usize },
 

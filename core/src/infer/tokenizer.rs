@@ -55,7 +55,8 @@ pub fn encode(meta: &Metadata, text: &[u8], out: &mut [u32]) -> Result<usize, Ru
     out[n] = BOS;
     n += 1;
     if !text.is_empty() {
-        out[n] = lookup(meta, b" ")?.ok_or(RunError::NoSpaceToken)?;
+        // A vocabulary without " " takes the space prefix as its byte token, as any character.
+        out[n] = lookup(meta, b" ")?.unwrap_or(b' ' as u32 + 3);
         n += 1;
     }
     let mut start = 0;
@@ -465,9 +466,6 @@ impl<'s> Encoding<'s> {
                     };
                     if let [b] = chars {
                         set_u32(memo, *b as usize, found.map_or(1, |id| id + 2));
-                    }
-                    if found.is_none() && prefix {
-                        return Err(RunError::NoSpaceToken);
                     }
                     let n = put_tokens(out, n, found, chars);
                     moved_past(head, n, prefix, end, len);

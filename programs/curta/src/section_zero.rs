@@ -5,8 +5,8 @@
 //! blocks in order inside section zero, every matrix descriptor of its configuration's shape,
 //! section and row length, aligned and inside its section, the inverse square root of the head
 //! size, every block but the token strings at a multiple of 4, the exponential table the
-//! spec's; and what a text prompt's encoding needs: every sorted id below the vocabulary, a
-//! token for " "), but in one pass over words at their aligned addresses (the reserved words compared
+//! spec's; and what a text prompt's encoding needs: every sorted id below the vocabulary), but
+//! in one pass over words at their aligned addresses (the reserved words compared
 //! with one `sol_memcmp_` per range) and with no formatting: a refusal is a static reason and
 //! up to four numbers, logged with `sol_log` and `sol_log_64`.
 //!
@@ -522,11 +522,9 @@ fn exp_table(bytes: &[u8], h: &Words) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Every sorted id names a token (is below the vocabulary), and the text " " has a token: every
-/// lookup of a text prompt's encoding reads sorted ids, and the encoding looks " " up first, so
-/// a model failing either would seal and then refuse every text prompt (curta-core's
-/// `SortedIdOutOfRange`, `NoSpaceToken`). " " is looked up by curta-core's own `lookup`, the
-/// encoder's: the seal's verdict is the runs'.
+/// Every sorted id names a token (is below the vocabulary): every lookup of a text prompt's
+/// encoding reads sorted ids, so a model failing it would seal and then refuse every text
+/// prompt (curta-core's `SortedIdOutOfRange`).
 #[inline(always)]
 fn tokenizer(bytes: &[u8], h: &Words, c: &Config) -> Result<(), Refusal> {
     let sorted = h.u32(Block::SortedIds.header_offset()) as usize;
@@ -536,8 +534,9 @@ fn tokenizer(bytes: &[u8], h: &Words, c: &Config) -> Result<(), Refusal> {
     let ids = unsafe {
         core::slice::from_raw_parts(bytes.as_ptr().add(sorted) as *const u32, vocab as usize)
     };
-    if let Some(index) = ids.iter().position(|&id| u32::from_le(id) >= vocab) {
-        return Err(invalid(
+    match ids.iter().position(|&id| u32::from_le(id) >= vocab) {
+        None => Ok(()),
+        Some(index) => Err(invalid(
             "section zero: sorted token id past the vocabulary (index, id, vocabulary)",
             [
                 index as u64,
@@ -545,14 +544,6 @@ fn tokenizer(bytes: &[u8], h: &Words, c: &Config) -> Result<(), Refusal> {
                 vocab as u64,
                 0,
             ],
-        ));
-    }
-    let meta = curta_core::Metadata::sealed(bytes);
-    match meta.map(|meta| curta_core::infer::tokenizer::lookup(&meta, b" ")) {
-        Some(Ok(Some(_))) => Ok(()),
-        _ => Err(invalid(
-            "section zero: no token for \" \" (a text prompt's first lookup)",
-            [0; 4],
         )),
     }
 }

@@ -103,7 +103,6 @@ pub(crate) fn log_run_error(error: curta_core::infer::RunError) -> CurtaError {
         E::TopP { .. } => "run: top-p out of range (above 0, at most 1)",
         E::SeedZero => "run: seed 0 cannot sample",
         E::TokenBuffer { .. } => "run: prompt text too long to tokenize",
-        E::NoSpaceToken => "run: the tokenizer has no token for a space",
         E::SectionMissing { .. } | E::SectionLength { .. } | E::TooManySections { .. } => {
             "run: weight accounts do not match the section table"
         }
