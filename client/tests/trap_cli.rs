@@ -38,6 +38,24 @@ fn run_file(dir: &Path, name: &str, bytes: &[u8]) -> Output {
         .unwrap()
 }
 
+/// `client run` of the file of `bytes` with the text prompt "Lily", 4 greedy steps.
+fn run_text(dir: &Path, name: &str, bytes: &[u8]) -> Output {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_client"))
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--prompt",
+            "Lily",
+            "--steps",
+            "4",
+        ])
+        .args(["--temperature", "0", "--output", "json"])
+        .output()
+        .unwrap()
+}
+
 /// The greedy run from token 1 through curta-core: the tokens and the text.
 fn core_run(bytes: &[u8]) -> (Vec<u32>, Vec<u8>) {
     let a = curta_core::decode(bytes).unwrap();
@@ -123,20 +141,7 @@ fn a_tokenizer_the_seal_refuses_fails_text_prompts_in_client_run() {
     let dir = tempfile::tempdir().unwrap();
     let trap = traps::sorted_id_past_vocab(&stories260k(), 256);
     assert!(run_file(dir.path(), "ids.curta", &trap).status.success());
-    let path = dir.path().join("text.curta");
-    std::fs::write(&path, &trap).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_client"))
-        .args([
-            "run",
-            path.to_str().unwrap(),
-            "--prompt",
-            "Lily",
-            "--steps",
-            "4",
-        ])
-        .args(["--temperature", "0", "--output", "json"])
-        .output()
-        .unwrap();
+    let o = run_text(dir.path(), "text.curta", &trap);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     let message = "sorted token id 256 is 512, expected a token id below the vocabulary (512)";
@@ -148,20 +153,8 @@ fn a_tokenizer_the_seal_refuses_fails_text_prompts_in_client_run() {
 #[test]
 fn a_vocabulary_without_a_space_token_runs_text_prompts_in_client_run() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("spaceless.curta");
-    std::fs::write(&path, traps::no_space_token(&stories260k())).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_client"))
-        .args([
-            "run",
-            path.to_str().unwrap(),
-            "--prompt",
-            "Lily",
-            "--steps",
-            "4",
-        ])
-        .args(["--temperature", "0", "--output", "json"])
-        .output()
-        .unwrap();
+    let spaceless = traps::no_space_token(&stories260k());
+    let o = run_text(dir.path(), "spaceless.curta", &spaceless);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let prompt: Vec<u64> = v["prompt_tokens"]

@@ -244,10 +244,7 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
         }
         _ => {}
     }
-    let weights: Vec<Pubkey> = match chain.weights.is_empty() {
-        true => vec![chain.address],
-        false => chain.weights.iter().map(|w| w.address).collect(),
-    };
+    let weights = seal_weights(chain);
     let pass = chain.model.as_ref().map_or(0, |m| m.seal_pass + 1);
     // The model's creation id, or 0 while it does not exist: this item only shapes the fee and
     // compute estimate; the seals sent are planned from the model on chain (`items::seals`).
@@ -267,10 +264,7 @@ fn next_seal(chain: &OnChain, authority: &Pubkey, reopen: bool) -> Item {
 /// the pass starts (the chain refuses to simulate it then: the engine uses the seal's fallback
 /// limit, for the check and the seals sent alike).
 fn later_seal(chain: &OnChain, reopen: bool) -> Item {
-    let weights: Vec<Pubkey> = match chain.weights.is_empty() {
-        true => vec![chain.address],
-        false => chain.weights.iter().map(|w| w.address).collect(),
-    };
+    let weights = seal_weights(chain);
     let pass = match &chain.model {
         Some(m) if reopen => m.seal_pass + 1,
         Some(m) => m.seal_pass,
@@ -286,6 +280,15 @@ fn later_seal(chain: &OnChain, reopen: bool) -> Item {
         1,
     );
     items::seal_item(1, seal)
+}
+
+/// The weight accounts a priced seal carries: the model's, or the model's address alone while
+/// it has none (the seal only shapes the fee and compute estimate).
+fn seal_weights(chain: &OnChain) -> Vec<Pubkey> {
+    match chain.weights.is_empty() {
+        true => vec![chain.address],
+        false => chain.weights.iter().map(|w| w.address).collect(),
+    }
 }
 
 /// Creates what is missing and writes what differs, planning again from the chain after a
