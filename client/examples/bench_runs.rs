@@ -339,7 +339,7 @@ async fn main() {
             .enumerate()
         {
             // One step a slot: the stories15M shape's 64 tokens would take 20 minutes; its
-            // first 8 take as many steps each (47 at position 1, 49 at 64: docs/program.md).
+            // first 8 take as many steps each (47 at position 1, 49 at 64: docs/measurements.md).
             if !wanted(name, mode) {
                 continue;
             }

@@ -1,5 +1,5 @@
 //! Compute units of every instruction, measured in the VM on the SBF binary, against the goals
-//! of docs/program.md, and the client's compute-unit limits against the measures.
+//! of docs/measurements.md, and the client's compute-unit limits against the measures.
 //! `scripts/bench-cu` prints the table (this test with --nocapture).
 
 use crate::harness::*;
@@ -289,7 +289,7 @@ async fn compute_units_of_every_instruction() {
     // `Run::start` reached from Step too, in frames of their own), 218,648 with the assembly
     // position loops of a head of eight values (issue 29), 222,472 with the instruction parser
     // generated from the contract's one description (issue 39). The goal of 65,536 is missed
-    // (docs/program.md).
+    // (docs/measurements.md).
     assert!(
         so.bytes.len() < 220 * 1024,
         "the binary: {} bytes",
@@ -300,7 +300,7 @@ async fn compute_units_of_every_instruction() {
         println!("| {name} | {units} |");
     }
 
-    // The goals (docs/program.md): a Write of 1,019 bytes at most 376 (met: 230), Close of
+    // The goals (docs/measurements.md): a Write of 1,019 bytes at most 376 (met: 230), Close of
     // 18 sections under 200,000 (met), a full-chunk Seal at most 33,300 (the sol_sha256 floor
     // 85 + 16 + 32,768 = 32,869 plus 431; met: 33,293), chunk 0 at most 40,000 for every
     // layout (met: 23,732 for 2 sections, 38,804 for 18 sections with a full first chunk, the
