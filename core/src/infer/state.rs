@@ -207,7 +207,7 @@ pub fn set_u32(region: &mut [u8], i: usize, v: u32) {
 // On chain a value is one word load or store. LLVM's BPF backend splits a load it cannot prove
 // aligned into four byte loads and shifts (four times the compute units), so these read through
 // an i32 pointer. The program keeps the state 8-byte aligned in its run account (account data
-// is 8-byte aligned and the state starts at byte 128, docs/program.md), every region starts at
+// is 8-byte aligned and the state starts at byte 192, docs/program.md), every region starts at
 // a multiple of 4, and the exponential and SiLU tables and the normalization coefficients sit
 // at multiples of 4 in section zero (format.md); the SBF VM loads a word at any address.
 #[cfg(target_os = "solana")]
