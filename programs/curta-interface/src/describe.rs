@@ -174,17 +174,23 @@ impl LayoutDoc {
 
     /// The bytes of the fields of fixed size before the first that has none (the header).
     pub const fn fixed_len(&self) -> usize {
-        let mut at = 0;
-        let mut i = 0;
-        while i < self.fields.len() {
-            match self.fields[i].ty.size() {
-                Some(size) => at += size,
-                None => return at,
-            }
-            i += 1;
-        }
-        at
+        fixed_len(self.fields)
     }
+}
+
+/// The bytes of the fields of fixed size before the first that has none: an account's header,
+/// an instruction's leading fields.
+pub const fn fixed_len(fields: &[FieldDoc]) -> usize {
+    let mut at = 0;
+    let mut i = 0;
+    while i < fields.len() {
+        match fields[i].ty.size() {
+            Some(size) => at += size,
+            None => return at,
+        }
+        i += 1;
+    }
+    at
 }
 
 /// A variant of a defined enum: its name, its byte when not its index, and what follows it.

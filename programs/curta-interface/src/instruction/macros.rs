@@ -33,7 +33,9 @@ macro_rules! instructions {
                 match tag {
                     $(
                         $tag => {
-                            let known = 1 + fixed_prefix(&[$(<$ty as Wire<$lt>>::SIZE),*]);
+                            let known = const {
+                                1 + fixed_len(&[$(FieldDoc::new("", <$ty as Wire<$lt>>::TYPE, &[])),*])
+                            };
                             #[allow(unused_mut)]
                             let mut rest = Reader::new(data, 1, known)?;
                             let instruction = CurtaInstruction::$variant {

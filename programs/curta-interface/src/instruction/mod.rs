@@ -13,11 +13,11 @@ mod builders;
 
 #[cfg(not(target_os = "solana"))]
 pub use builders::*;
-pub use wire::{fixed_prefix, Reader, RunSeeds, U32s, Wire};
+pub use wire::{Reader, RunSeeds, U32s, Wire};
 
 use crate::describe::{
-    read, signer, written, AccountDoc, DefinedDoc, DefinedKind, FieldDoc, InstructionDoc,
-    RemainingDoc, TypeDoc, VariantDoc,
+    fixed_len, read, signer, written, AccountDoc, DefinedDoc, DefinedKind, FieldDoc,
+    InstructionDoc, RemainingDoc, TypeDoc, VariantDoc,
 };
 pub use crate::run::SeedSource;
 

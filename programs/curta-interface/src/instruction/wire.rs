@@ -9,30 +9,14 @@ use alloc::vec::Vec;
 
 /// A field of instruction data.
 pub trait Wire<'a>: Sized {
-    /// How the IDL describes it.
+    /// How the IDL describes it (and, through [`TypeDoc::size`], the bytes it takes when fixed).
     const TYPE: TypeDoc;
-    /// The bytes every value takes, when that is fixed.
-    const SIZE: Option<usize> = None;
     /// Reads the field at the reader's position and moves past it; `None` when the bytes are
     /// too few or not a value of the type.
     fn read(data: &mut Reader<'a>) -> Option<Self>;
     /// Appends the field's bytes.
     #[cfg(not(target_os = "solana"))]
     fn write(&self, out: &mut Vec<u8>);
-}
-
-/// The bytes of the fields of fixed size before the first of another size.
-pub const fn fixed_prefix(sizes: &[Option<usize>]) -> usize {
-    let mut total = 0;
-    let mut i = 0;
-    while i < sizes.len() {
-        match sizes[i] {
-            Some(size) => total += size,
-            None => return total,
-        }
-        i += 1;
-    }
-    total
 }
 
 /// Instruction data and the position of the next field in it.
@@ -123,7 +107,6 @@ macro_rules! integer {
     ($ty:ty, $doc:expr) => {
         impl<'a> Wire<'a> for $ty {
             const TYPE: TypeDoc = $doc;
-            const SIZE: Option<usize> = Some(core::mem::size_of::<$ty>());
             #[inline(always)]
             fn read(data: &mut Reader<'a>) -> Option<Self> {
                 data.int::<{ core::mem::size_of::<$ty>() }>()
@@ -144,7 +127,6 @@ integer!(u64, TypeDoc::U64);
 /// 32 bytes: a hash.
 impl<'a> Wire<'a> for &'a [u8; 32] {
     const TYPE: TypeDoc = TypeDoc::Bytes(32);
-    const SIZE: Option<usize> = Some(32);
     #[inline(always)]
     fn read(data: &mut Reader<'a>) -> Option<Self> {
         data.take()
@@ -235,7 +217,6 @@ impl<'a> Wire<'a> for U32s<'a> {
 /// A byte: 0 none, 1 drawn, 2 chosen.
 impl<'a> Wire<'a> for SeedSource {
     const TYPE: TypeDoc = TypeDoc::Defined("seed_source");
-    const SIZE: Option<usize> = Some(1);
     #[inline(always)]
     fn read(data: &mut Reader<'a>) -> Option<Self> {
         SeedSource::from_u8(u8::read(data)?)
