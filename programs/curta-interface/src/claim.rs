@@ -344,8 +344,7 @@ mod host {
         nonce: u32,
     ) -> Pubkey {
         // 31 bytes of seed and a program owner: derivation cannot fail.
-        Pubkey::create_with_seed(claimer, &claim_seed(model, nonce), program_id)
-            .unwrap_or_default()
+        Pubkey::create_with_seed(claimer, &claim_seed(model, nonce), program_id).unwrap_or_default()
     }
 
     /// The wire bytes of a prompt (what a claim account holds after its header).
@@ -418,9 +417,7 @@ mod host {
         /// Settled at `slot` ([`ClaimView::settled`]).
         pub fn settled(&self, slot: u64) -> bool {
             match self.state {
-                ClaimState::Answered => {
-                    slot > self.answer_slot.saturating_add(self.window as u64)
-                }
+                ClaimState::Answered => slot > self.answer_slot.saturating_add(self.window as u64),
                 ClaimState::Upheld => true,
                 _ => false,
             }

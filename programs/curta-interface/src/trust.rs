@@ -248,6 +248,15 @@ impl<'d> RunView<'d> {
         self.token(self.prompt_len() + i)
     }
 
+    /// The generated ids' bytes (u32 little-endian each), in place: what a claim's answer hash
+    /// hashes before the text.
+    pub fn generated_bytes(&self) -> &'d [u8] {
+        let at = self.layout.tokens + 4 * self.prompt_len();
+        self.state()
+            .get(at..at + 4 * self.generated_len())
+            .unwrap_or(&[])
+    }
+
     /// The text of the generated tokens.
     pub fn text(&self) -> &'d [u8] {
         let state_len = u32_at(self.data, run_field::STATE_LEN) as usize;
