@@ -74,3 +74,6 @@ mod consumer;
 // Claims: opened with a bond, answered, settled or challenged and re-run on chain.
 #[path = "program/claims.rs"]
 mod claims;
+
+#[path = "program/claim_refusals.rs"]
+mod claim_refusals;
