@@ -165,19 +165,10 @@ pub struct ClaimView<'d> {
 impl<'d> ClaimView<'d> {
     #[inline(always)]
     pub fn new(data: &'d [u8]) -> Result<Self, CurtaError> {
-        use claim_field as f;
-        if data.len() < CLAIM_HEADER_LEN
-            || data[f::MAGIC..f::MAGIC + 8] != CLAIM_MAGIC
-            || data[f::VERSION] != CLAIM_VERSION
-            || ClaimState::from_u8(data[f::STATE]).is_none()
-            || SeedSource::from_u8(data[f::SEED_SOURCE]).is_none()
-            || u32_at(data, f::PROMPT_LEN) as u64 != (data.len() - CLAIM_HEADER_LEN) as u64
-        {
-            return Err(CurtaError::NotAClaim);
+        match is_claim(data) {
+            true => Ok(ClaimView { data }),
+            false => Err(CurtaError::NotAClaim),
         }
-        let claim = ClaimView { data };
-        claim.prompt().ok_or(CurtaError::NotAClaim)?;
-        Ok(claim)
     }
 
     fn address(&self, at: usize) -> &'d Address {
@@ -295,6 +286,20 @@ impl<'d> ClaimView<'d> {
             _ => false,
         }
     }
+}
+
+/// Whether `data` is an initialized claim ([`ClaimView`]'s checks). A frame of its own: one
+/// copy in a program that checks claims in several instructions.
+#[inline(never)]
+pub fn is_claim(data: &[u8]) -> bool {
+    use claim_field as f;
+    data.len() >= CLAIM_HEADER_LEN
+        && data[f::MAGIC..f::MAGIC + 8] == CLAIM_MAGIC
+        && data[f::VERSION] == CLAIM_VERSION
+        && ClaimState::from_u8(data[f::STATE]).is_some()
+        && SeedSource::from_u8(data[f::SEED_SOURCE]).is_some()
+        && u32_at(data, f::PROMPT_LEN) as u64 == (data.len() - CLAIM_HEADER_LEN) as u64
+        && read_prompt(&data[CLAIM_HEADER_LEN..]).is_some()
 }
 
 /// A prompt's wire bytes read exactly (`None` when they are not one prompt).

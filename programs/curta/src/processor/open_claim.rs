@@ -20,7 +20,7 @@ use crate::error::CurtaError;
 use crate::instruction::{CurtaInstruction, Prompt};
 use crate::run::SeedSource;
 use crate::state::{all_zero, same_address};
-use curta_interface::cost::{claim_bond, prompt_tokens_bound};
+use curta_interface::cost::{claim_bond, prompt_tokens_bound, MAX_PRIORITY_PRICE};
 
 /// Its own stack frame, as StartRun's: the raw instruction data in, the error code out.
 #[inline(never)]
@@ -129,8 +129,10 @@ fn open_claim(
         );
         return Err(CurtaError::InvalidRun.into());
     }
-    let least = claim_bond(&config, &prompt, t.steps, t.priority_price)
-        .ok_or(CurtaError::InvalidPriorityPrice)?;
+    if t.priority_price > MAX_PRIORITY_PRICE {
+        return Err(CurtaError::InvalidPriorityPrice.into());
+    }
+    let least = least_bond(&config, &prompt, t.steps, t.priority_price);
     let rent = minimum_balance(data.len())?;
     if t.bond < least || claim_info.lamports() < rent.saturating_add(t.bond) {
         pinocchio::log::sol_log_64(least, t.bond, rent, claim_info.lamports(), 0);
@@ -168,4 +170,10 @@ fn open_claim(
         }
     }
     Ok(())
+}
+
+/// [`claim_bond`] in a frame of its own (one copy of the cost model's loop in the binary).
+#[inline(never)]
+fn least_bond(config: &curta_core::Config, prompt: &Prompt, steps: u32, price: u64) -> u64 {
+    claim_bond(config, prompt, steps, price).unwrap_or(u64::MAX)
 }
