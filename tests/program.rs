@@ -70,3 +70,10 @@ mod seed;
 // The example consumer of runs beside the program (programs/curta-consumer).
 #[path = "program/consumer.rs"]
 mod consumer;
+
+// Claims: opened with a bond, answered, settled or challenged and re-run on chain.
+#[path = "program/claims.rs"]
+mod claims;
+
+#[path = "program/claim_refusals.rs"]
+mod claim_refusals;

@@ -117,3 +117,98 @@ pub const START_ENCODE_BUDGET: u64 = 1_000_000;
 pub fn encode_costs() -> impl Fn(EncodeItem, u32) -> u64 + Copy {
     encode_cost
 }
+
+/// The compute units a dispute's Step transaction asks (its compute-budget limit): a step's
+/// budget, [`crate::run::MAX_STEP_BUDGET`], and its fixed work fit under it.
+pub const STEP_UNITS: u64 = 1_250_000;
+/// A transaction's base fee: lamports per signature (one, a step's sender).
+pub const BASE_FEE: u64 = 5_000;
+/// Transactions of a dispute besides its steps: Challenge (with the run's creation) and Resolve.
+pub const DISPUTE_EXTRA_TRANSACTIONS: u64 = 2;
+
+/// An upper bound of the Step transactions a run of `prompt_tokens` prompt ids and `steps`
+/// tokens of a model of configuration `c` takes at the full budget
+/// ([`crate::run::MAX_STEP_BUDGET`]): per position, its items' estimated units over what a step
+/// is sure to carry (the budget less the position's largest item: a step stops only when the
+/// next item would not fit), plus one (a step also stops at a generated token). Only attention
+/// grows with the position, so the sum over positions is an arithmetic series.
+pub fn run_transactions_bound(c: &Config, prompt_tokens: u32, steps: u32) -> u64 {
+    let positions = prompt_tokens as u64 + steps as u64;
+    let last = (positions.max(1) - 1).min(u32::MAX as u64) as u32;
+    let (mut first, mut second, mut largest) = (0u64, 0u64, 0u64);
+    let mut code = 0;
+    while let Some(stage) = Stage::of(code, c.layers) {
+        let items = stage.items(c) as u64;
+        first += items * step_cost(stage, c, 0, 1);
+        second += items * step_cost(stage, c, 1, 1);
+        largest = largest.max(step_cost(stage, c, last, 1));
+        code += 1;
+    }
+    let slope = second - first;
+    let units = positions * first + slope * (positions * positions.saturating_sub(1) / 2);
+    let sure = (crate::run::MAX_STEP_BUDGET as u64)
+        .saturating_sub(largest)
+        .max(1);
+    units.div_ceil(sure) + positions
+}
+
+/// An upper bound of the Step transactions that finish encoding a text of `text_len` bytes for
+/// a tokenizer of `vocab` tokens: at most a lookup per character, per initial pair and two per
+/// merge (4 x len + 2 in all), and a scan of at most `len` pairs per merge (at most `len`
+/// merges), over what a step is sure to carry, plus one.
+pub fn encode_transactions_bound(text_len: u32, vocab: u32) -> u64 {
+    let n = text_len as u64;
+    let lookup = encode_cost(EncodeItem::Lookup, vocab);
+    let scan = encode_cost(EncodeItem::Scan(text_len), vocab);
+    let units = (4 * n + 2) * lookup + n * scan;
+    let sure = (crate::run::MAX_STEP_BUDGET as u64)
+        .saturating_sub(lookup.max(scan))
+        .max(1);
+    units.div_ceil(sure) + 1
+}
+
+/// The most prompt ids a prompt can make: its ids, or for a text one per byte, the start token
+/// and the space prefix.
+pub fn prompt_tokens_bound(prompt: &crate::instruction::Prompt) -> u32 {
+    match prompt {
+        crate::instruction::Prompt::Text(text) => (text.len() as u32).saturating_add(2),
+        crate::instruction::Prompt::Tokens(ids) => ids.len() as u32,
+    }
+}
+
+/// The transactions a claim's dispute takes at most: its steps (and a text prompt's encoding)
+/// and [`DISPUTE_EXTRA_TRANSACTIONS`].
+pub fn dispute_transactions(c: &Config, prompt: &crate::instruction::Prompt, steps: u32) -> u64 {
+    let encoding = match prompt {
+        crate::instruction::Prompt::Text(text) => {
+            encode_transactions_bound(text.len() as u32, c.vocab_size)
+        }
+        crate::instruction::Prompt::Tokens(_) => 0,
+    };
+    run_transactions_bound(c, prompt_tokens_bound(prompt), steps)
+        + encoding
+        + DISPUTE_EXTRA_TRANSACTIONS
+}
+
+/// The highest priority price a claim may record, in micro-lamports per compute unit (10,000
+/// lamports a unit, far above any fee market): it keeps [`claim_bond`] within a u64 for the
+/// largest model the format allows.
+pub const MAX_PRIORITY_PRICE: u64 = 10_000_000_000;
+
+/// The least bond a claim posts (and a challenger posts the same): every transaction of its
+/// dispute ([`dispute_transactions`]) at the base fee and [`STEP_UNITS`] at `priority_price`
+/// micro-lamports a unit, so that whoever is right is paid back for stepping the dispute.
+/// `None` above [`MAX_PRIORITY_PRICE`]. (Plain multiplications: the SBF route has no 128-bit
+/// multiply, which a checked one needs.)
+pub fn claim_bond(
+    c: &Config,
+    prompt: &crate::instruction::Prompt,
+    steps: u32,
+    priority_price: u64,
+) -> Option<u64> {
+    if priority_price > MAX_PRIORITY_PRICE {
+        return None;
+    }
+    let priority = (priority_price * STEP_UNITS).div_ceil(1_000_000);
+    Some(dispute_transactions(c, prompt, steps) * (BASE_FEE + priority))
+}

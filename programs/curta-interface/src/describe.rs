@@ -248,6 +248,7 @@ pub const DEFINED_TYPES: &[DefinedDoc] = &[
     crate::instruction::PROMPT_DOC,
     crate::state::MODEL_STATE_DOC,
     crate::state::MODEL_CONFIG_DOC,
+    crate::claim::CLAIM_STATE_DOC,
 ];
 
 /// The account layouts.
@@ -255,6 +256,7 @@ pub const ACCOUNTS: &[LayoutDoc] = &[
     crate::state::MODEL_LAYOUT,
     crate::state::WEIGHT_LAYOUT,
     crate::run::RUN_LAYOUT,
+    crate::claim::CLAIM_LAYOUT,
 ];
 
 /// The program-derived addresses.

@@ -98,11 +98,41 @@ pub enum CurtaError {
     PromptTooLongToEncode = 45,
     #[error("the step's next item reads a section whose weight account the step does not carry (the section is logged)")]
     SectionNotLoaded = 46,
+    #[error("the account is not a claim (magic, version, state, prompt length)")]
+    NotAClaim = 47,
+    #[error("claim account is not at the claimer's claim address of the model and nonce")]
+    ClaimAddressMismatch = 48,
+    #[error("claim account's data length is not the header plus the prompt's bytes")]
+    ClaimSizeMismatch = 49,
+    #[error("challenge window must be 150 to 432,000 slots")]
+    InvalidWindow = 50,
+    #[error("bond is below what a dispute's steps cost at the claim's priority price (cost::claim_bond), or the account holds less than its rent and the bond")]
+    BondTooLow = 51,
+    #[error("claim is not open: it was answered already")]
+    AlreadyAnswered = 52,
+    #[error("claim is not answered (or was challenged already, or resolved)")]
+    NotAnswered = 53,
+    #[error("claim's challenge window has passed")]
+    WindowClosed = 54,
+    #[error("claim is not challenged: nothing to resolve")]
+    NotChallenged = 55,
+    #[error("dispute run has not finished")]
+    DisputeNotFinished = 56,
+    #[error("run is not the claim's dispute run")]
+    WrongDisputeRun = 57,
+    #[error("run is a claim's dispute run: only Resolve closes it")]
+    DisputeRunLocked = 58,
+    #[error("claim cannot be closed now: answered and within its window, or challenged and not resolved")]
+    ClaimNotClosable = 59,
+    #[error("answer's token count must be 1 to the claim's steps")]
+    InvalidAnswer = 60,
+    #[error("claim's priority price is above cost::MAX_PRIORITY_PRICE (10,000,000,000 micro-lamports a unit)")]
+    InvalidPriorityPrice = 61,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 47] = [
+    pub const ALL: [CurtaError; 62] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -150,6 +180,21 @@ impl CurtaError {
         CurtaError::NotSlotHashes,
         CurtaError::PromptTooLongToEncode,
         CurtaError::SectionNotLoaded,
+        CurtaError::NotAClaim,
+        CurtaError::ClaimAddressMismatch,
+        CurtaError::ClaimSizeMismatch,
+        CurtaError::InvalidWindow,
+        CurtaError::BondTooLow,
+        CurtaError::AlreadyAnswered,
+        CurtaError::NotAnswered,
+        CurtaError::WindowClosed,
+        CurtaError::NotChallenged,
+        CurtaError::DisputeNotFinished,
+        CurtaError::WrongDisputeRun,
+        CurtaError::DisputeRunLocked,
+        CurtaError::ClaimNotClosable,
+        CurtaError::InvalidAnswer,
+        CurtaError::InvalidPriorityPrice,
     ];
 }
 

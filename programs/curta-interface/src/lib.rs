@@ -9,6 +9,7 @@
 //! - [`state`]: the model and weight account layouts, read in place; the model PDA and the
 //!   weight seeds.
 //! - [`run`]: the run account's layout, its seed address, the seed's source and derivation.
+//! - [`claim`]: the claim account's layout, its seed address and the answer hash.
 //! - [`cost`]: the estimated compute units of a step's items and of a prompt's encoding, which
 //!   StartRun and Step count against their budgets (a run's state after each step depends on it).
 //! - [`trust`]: [`trust::trusted_sealed_model`] and [`trust::trusted_run`], the rules a
@@ -23,6 +24,7 @@
 #[cfg(not(target_os = "solana"))]
 extern crate alloc;
 
+pub mod claim;
 pub mod cost;
 pub mod describe;
 pub mod error;

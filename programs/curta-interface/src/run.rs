@@ -41,7 +41,8 @@ pub const RUN_LAYOUT: LayoutDoc = LayoutDoc {
         FieldDoc::new("magic", TypeDoc::Magic("CURTARUN"), &[]),
         FieldDoc::new("version", TypeDoc::Version(RUN_VERSION), &[]),
         FieldDoc::new("seed_source", TypeDoc::Defined("seed_source"), &[]),
-        FieldDoc::new("reserved", TypeDoc::Reserved(2), &[]),
+        FieldDoc::new("dispute", TypeDoc::Bool, &["1 for a claim's dispute run (Challenge started it): CloseRun refuses it, Resolve closes it"]),
+        FieldDoc::new("reserved", TypeDoc::Reserved(1), &[]),
         FieldDoc::new("nonce", TypeDoc::U32, &[]),
         FieldDoc::new("model", TypeDoc::Pubkey, &[]),
         FieldDoc::new("runner", TypeDoc::Pubkey, &[]),
@@ -69,6 +70,7 @@ pub mod run_field {
     pub const MAGIC: usize = L.offset("magic");
     pub const VERSION: usize = L.offset("version");
     pub const SEED_SOURCE: usize = L.offset("seed_source");
+    pub const DISPUTE: usize = L.offset("dispute");
     pub const NONCE: usize = L.offset("nonce");
     pub const MODEL: usize = L.offset("model");
     pub const RUNNER: usize = L.offset("runner");
@@ -215,16 +217,23 @@ pub fn run_len(c: &Config, steps: u32) -> u64 {
 
 /// "run-{hex of the model address's first 8 bytes}-{nonce as 8 hex digits}".
 pub fn run_seed_bytes(model: &Address, nonce: u32) -> [u8; RUN_SEED_LEN] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut seed = *b"run-0000000000000000-00000000";
-    for (i, byte) in model[..8].iter().enumerate() {
-        seed[4 + 2 * i] = HEX[(byte >> 4) as usize];
-        seed[5 + 2 * i] = HEX[(byte & 15) as usize];
-    }
-    for i in 0..8 {
-        seed[21 + i] = HEX[((nonce >> (28 - 4 * i)) & 15) as usize];
-    }
+    write_model_and_nonce(&mut seed[4..], model, nonce);
     seed
+}
+
+/// Writes "{hex of the model address's first 8 bytes}-{nonce as 8 hex digits}" (25 bytes) at
+/// the start of `out`: the end of a run's or a claim's seed.
+pub(crate) fn write_model_and_nonce(out: &mut [u8], model: &Address, nonce: u32) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, byte) in model[..8].iter().enumerate() {
+        out[2 * i] = HEX[(byte >> 4) as usize];
+        out[1 + 2 * i] = HEX[(byte & 15) as usize];
+    }
+    out[16] = b'-';
+    for i in 0..8 {
+        out[17 + i] = HEX[((nonce >> (28 - 4 * i)) & 15) as usize];
+    }
 }
 
 /// A run account's data, read and written in place.
@@ -315,6 +324,30 @@ impl<'a> RunAccount<'a> {
             header[f::SLOT_HASH..f::SLOT_HASH + 32].copy_from_slice(slot_hash);
             header[rng..rng + 8].copy_from_slice(&seed.to_le_bytes());
         }
+    }
+
+    /// Presets a dispute run's drawn seed (its claim's, drawn at AnswerClaim) in the header
+    /// only: the run's state takes it when the engine starts (no draw follows: the seed in
+    /// force is not 0).
+    pub fn preset_seed(&mut self, slot: u64, slot_hash: &[u8; 32], seed: u64) {
+        use run_field as f;
+        self.data[f::SEED_SLOT..f::SEED_SLOT + 8].copy_from_slice(&slot.to_le_bytes());
+        self.data[f::SEED..f::SEED + 8].copy_from_slice(&seed.to_le_bytes());
+        self.data[f::SLOT_HASH..f::SLOT_HASH + 32].copy_from_slice(slot_hash);
+    }
+
+    /// The seed in force (drawn: 0 until drawn).
+    pub fn seed(&self) -> u64 {
+        self.u64_field(run_field::SEED)
+    }
+
+    /// Whether a claim's dispute holds the run (header byte 10).
+    pub fn dispute(&self) -> bool {
+        self.data[run_field::DISPUTE] == 1
+    }
+
+    pub fn set_dispute(&mut self) {
+        self.data[run_field::DISPUTE] = 1;
     }
 
     fn u32_field(&self, at: usize) -> u32 {
@@ -452,6 +485,8 @@ mod host {
         pub slot_hash: [u8; 32],
         /// The text prompt is still being tokenized: `state` holds curta-core's `Encoding`.
         pub encoding: bool,
+        /// A claim's dispute run: nobody may close it; Resolve does.
+        pub dispute: bool,
         /// The most tokens the run may generate (its text capacity over [`TEXT_PER_STEP`]).
         pub steps: u32,
         pub state: Vec<u8>,
@@ -472,6 +507,7 @@ mod host {
             slot_hash.copy_from_slice(&data[run_field::SLOT_HASH..run_field::SLOT_HASH + 32]);
             let text_len = run.text_len() as usize;
             let encoding = run.encoding();
+            let dispute = run.dispute();
             let steps = run.steps();
             let (state, text) = run.state_and_text();
             Ok(RunHeader {
@@ -488,6 +524,7 @@ mod host {
                 seed: u64_at(run_field::SEED),
                 slot_hash,
                 encoding,
+                dispute,
                 steps,
                 state: state.to_vec(),
                 text: text[..text_len].to_vec(),

@@ -6,7 +6,9 @@ use curta_core::infer::state::{field, StateLayout, STATE_HEADER_LEN, STATE_TAG};
 use curta_core::le::{u32_at, u64_at};
 use curta_core::Config;
 
+use crate::claim::{claim_seed_bytes, ClaimState, ClaimView};
 use crate::error::CurtaError;
+use crate::instruction::Prompt;
 use crate::run::{
     run_field, run_seed_bytes, SeedSource, RUN_HEADER_LEN, RUN_MAGIC, RUN_VERSION, TEXT_PER_STEP,
 };
@@ -41,11 +43,24 @@ pub enum Distrust {
     WrongSteps,
     #[error("the run's runner seed is not the pinned one (closed and created again at the same address in the same slot?)")]
     WrongRunnerSeed,
+    #[error("the account is not a Curta claim (magic, version, state, prompt)")]
+    NotAClaim,
+    #[error("the account is not at the claim address of its claimer, model and nonce")]
+    ClaimAddressMismatch,
+    #[error("the claim is not settled: unanswered, within its challenge window, or challenged")]
+    NotSettled,
+    #[error("the claim was overturned: its dispute run disagreed with its answer")]
+    Overturned,
+    #[error("the claim's challenge window is shorter than the rule requires")]
+    WindowTooShort,
+    #[error("the answer given is not the claim's (its token count or its hash)")]
+    WrongAnswer,
 }
 
 impl Distrust {
     /// The variant's number, in declaration order (0 `WrongOwner` ... 10 `Model`, 11
-    /// `WrongSteps`, 12 `WrongRunnerSeed`): for a consumer's error codes.
+    /// `WrongSteps`, 12 `WrongRunnerSeed`, 13 `NotAClaim` ... 18 `WrongAnswer`): for a
+    /// consumer's error codes.
     pub fn index(self) -> u32 {
         match self {
             Distrust::WrongOwner => 0,
@@ -61,6 +76,12 @@ impl Distrust {
             Distrust::Model(_) => 10,
             Distrust::WrongSteps => 11,
             Distrust::WrongRunnerSeed => 12,
+            Distrust::NotAClaim => 13,
+            Distrust::ClaimAddressMismatch => 14,
+            Distrust::NotSettled => 15,
+            Distrust::Overturned => 16,
+            Distrust::WindowTooShort => 17,
+            Distrust::WrongAnswer => 18,
         }
     }
 }
@@ -227,6 +248,15 @@ impl<'d> RunView<'d> {
         self.token(self.prompt_len() + i)
     }
 
+    /// The generated ids' bytes (u32 little-endian each), in place: what a claim's answer hash
+    /// hashes before the text.
+    pub fn generated_bytes(&self) -> &'d [u8] {
+        let at = self.layout.tokens + 4 * self.prompt_len();
+        self.state()
+            .get(at..at + 4 * self.generated_len())
+            .unwrap_or(&[])
+    }
+
     /// The text of the generated tokens.
     pub fn text(&self) -> &'d [u8] {
         let state_len = u32_at(self.data, run_field::STATE_LEN) as usize;
@@ -342,15 +372,88 @@ pub fn trusted_run<'d>(
             return Err(Distrust::WrongSettings);
         }
     }
-    match (rule.seed, run.seed_source()) {
-        (SeedRule::Any, _) | (_, SeedSource::Drawn) | (SeedRule::NotChosen, SeedSource::None) => {}
-        (_, SeedSource::Chosen) => return Err(Distrust::ChosenSeed),
-        (SeedRule::Drawn, SeedSource::None) => return Err(Distrust::NoSeed),
-    }
+    seed_allowed(rule.seed, run.seed_source())?;
     if let Some(pin) = rule.pin {
         pin.check(&run)?;
     }
     Ok(run)
+}
+
+#[inline(always)]
+fn seed_allowed(rule: SeedRule, source: SeedSource) -> Result<(), Distrust> {
+    match (rule, source) {
+        (SeedRule::Any, _) | (_, SeedSource::Drawn) | (SeedRule::NotChosen, SeedSource::None) => {
+            Ok(())
+        }
+        (_, SeedSource::Chosen) => Err(Distrust::ChosenSeed),
+        (SeedRule::Drawn, SeedSource::None) => Err(Distrust::NoSeed),
+    }
+}
+
+/// What a consumer expects of a claim.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimRule<'a> {
+    /// The model's address ([`model_is_trusted`] checks a model account).
+    pub model: &'a Address,
+    /// The prompt (text or ids, as the claim carries it), if one is required.
+    pub prompt: Option<Prompt<'a>>,
+    /// (temperature, top-p) with 16 fractional bits, if required.
+    pub settings: Option<(u32, u32)>,
+    pub seed: SeedRule,
+    /// The shortest challenge window the consumer accepts, in slots: the time its watchers
+    /// need to see and challenge a wrong answer.
+    pub min_window: u32,
+}
+
+/// A consumer's check before it relies on a claim at `slot` (the current slot): the account
+/// at `address` is the program's (`WrongOwner`), a claim (`NotAClaim`) at the claim address of
+/// its claimer, model and nonce (`ClaimAddressMismatch`), of the rule's model (`WrongModel`),
+/// not overturned (`Overturned`), settled (`NotSettled`: answered and past its window
+/// unchallenged, or upheld), with a window of at least the rule's (`WindowTooShort`), and the
+/// rule's prompt, settings and seed source. The answer itself is carried by whoever relies on
+/// the claim: [`ClaimView::answer_is`] checks it against the claim's token count and hash.
+// Inlined: SBF returns one register, so no call may return this aggregate.
+#[inline(always)]
+pub fn trusted_claim<'d>(
+    program_id: &Address,
+    address: &Address,
+    owner: &Address,
+    data: &'d [u8],
+    rule: &ClaimRule,
+    slot: u64,
+) -> Result<ClaimView<'d>, Distrust> {
+    if owner != program_id {
+        return Err(Distrust::WrongOwner);
+    }
+    let claim = ClaimView::new(data).map_err(|_| Distrust::NotAClaim)?;
+    let seed = claim_seed_bytes(claim.model(), claim.nonce());
+    if create_with_seed(claim.claimer(), &seed, program_id).as_ref() != Some(address) {
+        return Err(Distrust::ClaimAddressMismatch);
+    }
+    if claim.model() != rule.model {
+        return Err(Distrust::WrongModel);
+    }
+    if claim.state() == ClaimState::Overturned {
+        return Err(Distrust::Overturned);
+    }
+    if !claim.settled(slot) {
+        return Err(Distrust::NotSettled);
+    }
+    if claim.window() < rule.min_window {
+        return Err(Distrust::WindowTooShort);
+    }
+    if let Some(prompt) = rule.prompt {
+        if claim.prompt() != Some(prompt) {
+            return Err(Distrust::WrongPrompt);
+        }
+    }
+    if let Some(settings) = rule.settings {
+        if (claim.temperature(), claim.top_p()) != settings {
+            return Err(Distrust::WrongSettings);
+        }
+    }
+    seed_allowed(rule.seed, claim.seed_source())?;
+    Ok(claim)
 }
 
 /// A consumer's check before it relies on a sealed model: the account at `address` is owned

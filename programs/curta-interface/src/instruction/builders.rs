@@ -9,7 +9,7 @@ use solana_pubkey::Pubkey;
 use crate::state::model_address;
 
 /// The system program's id (all zeros).
-const SYSTEM_PROGRAM: Pubkey = Pubkey::new_from_array([0; 32]);
+pub(super) const SYSTEM_PROGRAM: Pubkey = Pubkey::new_from_array([0; 32]);
 
 /// A run's prompt owned by the caller, for [`start_run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ impl OwnedPrompt {
     }
 }
 
-fn instruction(
+pub(super) fn instruction(
     program_id: &Pubkey,
     accounts: Vec<AccountMeta>,
     data: &CurtaInstruction,

@@ -10,9 +10,13 @@ mod wire;
 
 #[cfg(not(target_os = "solana"))]
 mod builders;
+#[cfg(not(target_os = "solana"))]
+mod claim_builders;
 
 #[cfg(not(target_os = "solana"))]
 pub use builders::*;
+#[cfg(not(target_os = "solana"))]
+pub use claim_builders::*;
 pub use wire::{Reader, RunSeeds, U32s, Wire};
 
 use crate::describe::{
@@ -142,6 +146,74 @@ instructions! {
         run_seeds: Option<RunSeeds<'a>>,
     }
     accounts: &[written("run", &[]), AccountDoc { writable: true, ..signer("runner", &[]) }],
+    remaining: None;
+
+    /// Opens a claim of a Sealed model in the claim account the claimer created at create_with_seed(claimer, "claim-" + hex of the model address's first 8 bytes + "-" + the nonce as 8 hex digits, program id), holding its rent and the bond.
+    9 => OpenClaim {
+        nonce: u32,
+        /// the most tokens to generate
+        steps: u32,
+        /// 16 fractional bits; 0 is greedy
+        temperature: u32,
+        /// 16 fractional bits
+        top_p: u32,
+        /// the claimer's seed
+        seed: u64,
+        seed_source: SeedSource,
+        /// slots after the answer during which anyone may challenge, 150 to 432,000
+        window: u32,
+        /// micro-lamports per compute unit the bond covers a dispute's steps at
+        priority_price: u64,
+        /// lamports, at least cost::claim_bond
+        bond: u64,
+        prompt: Prompt<'a>,
+    }
+    accounts: &[
+        written("claim", &["created by the claimer with its rent and the bond"]),
+        signer("claimer", &[]),
+        read("model", &["a Sealed model"]),
+    ],
+    remaining: None;
+
+    /// Posts the claim's answer: its generated ids' count and the answer hash. A drawn seed is drawn here from the open slot's hash, so the answer lands after the open slot and while its hash is in SlotHashes.
+    10 => AnswerClaim {
+        /// generated ids, an end token included, 1 to the claim's steps
+        token_count: u32,
+        /// SHA-256 of the generated ids (u32 little-endian each) then the text
+        answer_hash: &'a [u8; 32],
+    }
+    accounts: &[
+        written("claim", &[]),
+        signer("claimer", &[]),
+        AccountDoc { address: Some(SLOT_HASHES_ADDRESS), ..read("slot_hashes", &["the SlotHashes sysvar"]) },
+    ],
+    remaining: None;
+
+    /// Challenges an answered claim within its window: the challenger posts the claim's bond and starts the dispute run (the claim's model, prompt, settings and seed) in the run account it created at its run address of the model and the nonce; nobody may close that run until Resolve.
+    11 => Challenge { nonce: u32 }
+    accounts: &[
+        written("claim", &[]),
+        AccountDoc { writable: true, signer: true, ..read("challenger", &["pays the bond; the dispute run's runner"]) },
+        written("run", &["the dispute run, created by the challenger"]),
+        read("model", &[]),
+        read("section_zero", &["the model's weight account of section zero"]),
+        AccountDoc { address: Some(SYSTEM_PROGRAM), ..read("system_program", &[]) },
+    ],
+    remaining: None;
+
+    /// Decides a challenged claim once its dispute run finished: upheld if the run's ids and text hash to the answer (the challenger's bond to the claimer), overturned otherwise (both bonds to the challenger). The dispute run closes, every lamport to its runner. Anyone may send it.
+    12 => Resolve {}
+    accounts: &[
+        written("claim", &[]),
+        written("run", &["the claim's dispute run"]),
+        written("claimer", &[]),
+        written("challenger", &["the dispute run's runner"]),
+    ],
+    remaining: None;
+
+    /// Closes a claim, every lamport (its rent and what is left of the bond) to the claimer: an open claim, a settled one, or a resolved one.
+    13 => CloseClaim {}
+    accounts: &[written("claim", &[]), AccountDoc { writable: true, ..signer("claimer", &[]) }],
     remaining: None;
 }
 
