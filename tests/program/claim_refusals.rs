@@ -221,7 +221,7 @@ async fn challenges_after_the_window_and_resolves_of_another_run_are_refused() {
     // Closing a challenged claim.
     let close = ix::close_claim(&PROGRAM, &claim, &claimer.pubkey());
     bank.refused(
-        &[close.clone()],
+        std::slice::from_ref(&close),
         &[&claimer],
         0,
         custom(ClaimNotClosable),
@@ -229,7 +229,9 @@ async fn challenges_after_the_window_and_resolves_of_another_run_are_refused() {
     )
     .await;
     bank.send(&[resolve(claim, run)], &[]).await.unwrap();
-    bank.send(&[close.clone()], &[&claimer]).await.unwrap();
+    bank.send(std::slice::from_ref(&close), &[&claimer])
+        .await
+        .unwrap();
     // Closing twice: the account is the system program's, empty.
     bank.refused(
         &[close],

@@ -287,7 +287,7 @@ async fn an_honest_drawn_claim_settles_after_its_window_and_closes_with_every_la
     assert!(!header.settled(slot(&mut bank).await));
     let close = ix::close_claim(&PROGRAM, &claim, &claimer.pubkey());
     bank.refused(
-        &[close.clone()],
+        std::slice::from_ref(&close),
         &[&claimer],
         0,
         custom(CurtaError::ClaimNotClosable),
@@ -345,7 +345,7 @@ async fn a_wrong_answer_is_overturned_by_its_dispute_run_and_pays_the_challenger
         &challenger.pubkey(),
     );
     bank.refused(
-        &[resolve.clone()],
+        std::slice::from_ref(&resolve),
         &[],
         0,
         custom(CurtaError::DisputeNotFinished),
@@ -354,7 +354,9 @@ async fn a_wrong_answer_is_overturned_by_its_dispute_run_and_pays_the_challenger
     .await;
     let steps = step_to_end(&mut bank, &p, &run).await;
     println!("dispute: {steps} steps");
-    bank.send(&[resolve.clone()], &[]).await.unwrap();
+    bank.send(std::slice::from_ref(&resolve), &[])
+        .await
+        .unwrap();
     assert_eq!(
         read_claim(&mut bank, &claim).await.state,
         ClaimState::Overturned
