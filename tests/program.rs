@@ -77,3 +77,6 @@ mod claims;
 
 #[path = "program/claim_refusals.rs"]
 mod claim_refusals;
+
+#[path = "program/consumer_claims.rs"]
+mod consumer_claims;

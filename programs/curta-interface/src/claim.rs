@@ -328,9 +328,14 @@ mod host {
 
     /// The answer hash of `ids` and `text` ([`ANSWER_HASH_DOC`]).
     pub fn answer_hash(ids: &[u32], text: &[u8]) -> [u8; 32] {
-        let mut bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
-        bytes.extend_from_slice(text);
-        curta_core::sha256(&bytes)
+        let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+        sha256_of(&[&bytes, text])
+    }
+
+    /// SHA-256 of `parts` one after the other (off chain; the program and consumers hash with
+    /// the `sol_sha256` syscall).
+    pub fn sha256_of(parts: &[&[u8]]) -> [u8; 32] {
+        curta_core::sha256(&parts.concat())
     }
 
     /// The seed of a claim address ([`claim_seed_bytes`]).

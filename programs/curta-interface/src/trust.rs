@@ -405,6 +405,28 @@ pub struct ClaimRule<'a> {
     pub min_window: u32,
 }
 
+/// A claim of `program_id` in any state: the account at `address` is the program's
+/// (`WrongOwner`), a claim (`NotAClaim`) at the claim address of its claimer, model and nonce
+/// (`ClaimAddressMismatch`).
+// Inlined: SBF returns one register, so no call may return this aggregate.
+#[inline(always)]
+pub fn read_claim<'d>(
+    program_id: &Address,
+    address: &Address,
+    owner: &Address,
+    data: &'d [u8],
+) -> Result<ClaimView<'d>, Distrust> {
+    if owner != program_id {
+        return Err(Distrust::WrongOwner);
+    }
+    let claim = ClaimView::new(data).map_err(|_| Distrust::NotAClaim)?;
+    let seed = claim_seed_bytes(claim.model(), claim.nonce());
+    if create_with_seed(claim.claimer(), &seed, program_id).as_ref() != Some(address) {
+        return Err(Distrust::ClaimAddressMismatch);
+    }
+    Ok(claim)
+}
+
 /// A consumer's check before it relies on a claim at `slot` (the current slot): the account
 /// at `address` is the program's (`WrongOwner`), a claim (`NotAClaim`) at the claim address of
 /// its claimer, model and nonce (`ClaimAddressMismatch`), of the rule's model (`WrongModel`),
@@ -422,14 +444,7 @@ pub fn trusted_claim<'d>(
     rule: &ClaimRule,
     slot: u64,
 ) -> Result<ClaimView<'d>, Distrust> {
-    if owner != program_id {
-        return Err(Distrust::WrongOwner);
-    }
-    let claim = ClaimView::new(data).map_err(|_| Distrust::NotAClaim)?;
-    let seed = claim_seed_bytes(claim.model(), claim.nonce());
-    if create_with_seed(claim.claimer(), &seed, program_id).as_ref() != Some(address) {
-        return Err(Distrust::ClaimAddressMismatch);
-    }
+    let claim = read_claim(program_id, address, owner, data)?;
     if claim.model() != rule.model {
         return Err(Distrust::WrongModel);
     }
