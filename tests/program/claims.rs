@@ -67,6 +67,7 @@ pub fn least_bond(artifact: &[u8], t: &ClaimTerms, prompt: &OwnedPrompt) -> u64 
         &config_of(artifact),
         &prompt.as_wire(),
         t.steps,
+        t.settings.temperature,
         t.priority_price,
     )
     .unwrap()
@@ -475,4 +476,45 @@ async fn a_greedy_text_claim_is_upheld_by_its_dispute_run() {
         read_claim(&mut bank, &claim).await.state,
         ClaimState::Upheld
     );
+}
+
+/// The bond's count of a dispute's steps (`cost::run_transactions_bound`,
+/// `encode_transactions_bound`) is at or above the steps the run takes, as curta-core cuts them
+/// at the full budget off chain, and within a few percent of it on the stories15M shape: the
+/// bond covers a full re-run without asking several times its cost.
+#[test]
+fn the_bond_counts_at_least_the_dispute_runs_steps() {
+    use curta_interface::cost::{encode_transactions_bound, run_transactions_bound};
+    let s15 = curta_tests::Layout::Stories15M.artifact();
+    let cases: [(&[u8], u32, Settings); 3] = [
+        (&curta_tests::stories260k_artifact(), 64, SAMPLED),
+        (&curta_tests::stories260k_artifact(), 32, Settings::greedy()),
+        (&s15, 4, SAMPLED),
+    ];
+    for (artifact, steps, settings) in cases {
+        let config = config_of(artifact);
+        let actual = offline(artifact, &PROMPT, steps, settings, MAX_STEP_BUDGET)
+            .steps
+            .len() as u64;
+        let bound =
+            run_transactions_bound(&config, PROMPT.len() as u32, steps, settings.temperature);
+        println!(
+            "dim {} steps {steps}: {actual} step transactions, bound {bound}",
+            config.dim
+        );
+        assert!(actual <= bound, "{actual} > {bound}");
+        if config.dim == 288 {
+            assert!(
+                bound * 100 <= actual * 110,
+                "{bound} over {actual} by more than 10%"
+            );
+        }
+    }
+    // A text's encoding: 733 bytes of English on llama2.c's tokenizer.
+    let artifact = curta_tests::tokenizer_bin_artifact();
+    let text = &curta_tests::STORY[..733];
+    let encoding = crate::runs::offline_encoding(&artifact, text, MAX_STEP_BUDGET).len() as u64 - 1;
+    let bound = encode_transactions_bound(733, config_of(&artifact).vocab_size);
+    println!("733-byte text: {encoding} encoding steps after StartRun, bound {bound}");
+    assert!(encoding <= bound, "{encoding} > {bound}");
 }
