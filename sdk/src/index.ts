@@ -43,3 +43,51 @@ export { SYSTEM_PROGRAM_ID, computeUnitLimitInstruction, createAccountWithSeedIn
 export type { RunRpc, SendOptions } from './send.js'
 export { startRun, stepRun, closeRun, watchRun } from './runs.js'
 export type { RunUpdate, StartRunOptions, StepRunOptions } from './runs.js'
+export {
+  CLAIM_FIELD,
+  CLAIM_HEADER_LEN,
+  CLAIM_STATES,
+  CLAIM_VERSION,
+  MAX_WINDOW,
+  MIN_WINDOW,
+  answerHash,
+  claimAccountLength,
+  claimAddress,
+  claimDrawnSeed,
+  claimSeed,
+  claimSeedInForce,
+  claimSettled,
+  decodeClaim,
+  promptWireBytes,
+  readPromptWire,
+} from './claim-account.js'
+export type { ClaimAccount, ClaimStateName } from './claim-account.js'
+export {
+  BASE_FEE,
+  DISPUTE_EXTRA_TRANSACTIONS,
+  STEP_UNITS,
+  claimBond,
+  disputeTransactions,
+  encodeTransactionsBound,
+  promptTokensBound,
+  runTransactionsBound,
+  stageItems,
+  stageOf,
+  stepCost,
+} from './claim-cost.js'
+export type { StageName } from './claim-cost.js'
+export {
+  SLOT_HASHES_ID,
+  answerClaim,
+  challengeClaim,
+  claimAnswer,
+  closeClaim,
+  fetchClaim,
+  listClaims,
+  openClaim,
+  resolveClaim,
+  slotHash,
+  verifyClaim,
+  watchClaims,
+} from './claims.js'
+export type { ClaimAnswer, ClaimEngine, ClaimEvent, ClaimVerification, ClaimsRpc, OpenClaimOptions } from './claims.js'
