@@ -6,7 +6,6 @@
  */
 
 import { type Address, createAddressWithSeed, getAddressEncoder } from '@solana/kit'
-import { sha256 } from '@noble/hashes/sha2.js'
 import { CurtaAccountError } from './errors.js'
 import { CLAIM_DISCRIMINATOR, type Claim, getClaimDecoder, getPromptDecoder, getPromptEncoder } from './generated/index.js'
 import { toHex } from './hash.js'
@@ -160,21 +159,6 @@ export function decodeClaim(data: Uint8Array, address?: Address): ClaimAccount {
 export function claimSettled(claim: Pick<ClaimAccount, 'state' | 'answerSlot' | 'window'>, slot: bigint): boolean {
   if (claim.state === 'upheld') return true
   return claim.state === 'answered' && slot > claim.answerSlot + BigInt(claim.window)
-}
-
-/**
- * The answer hash: SHA-256 of the generated ids (u32 little-endian each, an end token 1 or 2
- * included) then the text's bytes, as the program hashes a dispute run's own bytes.
- */
-export function answerHash(ids: readonly number[], text: Uint8Array): Uint8Array {
-  const bytes = new Uint8Array(4 * ids.length + text.length)
-  const v = new DataView(bytes.buffer)
-  ids.forEach((id, i) => {
-    if (!Number.isInteger(id) || id < 0 || id > 0xffff_ffff) throw new RangeError(`id ${i} is ${id}, not a u32`)
-    v.setUint32(4 * i, id, true)
-  })
-  bytes.set(text, 4 * ids.length)
-  return sha256(bytes)
 }
 
 /**

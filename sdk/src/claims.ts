@@ -24,7 +24,6 @@ import {
   CLAIM_FIELD,
   CLAIM_VERSION,
   MIN_WINDOW,
-  answerHash,
   claimAccountLength,
   claimAddress,
   claimDrawnSeed,
@@ -32,6 +31,7 @@ import {
   claimSeedInForce,
   decodeClaim,
 } from './claim-account.js'
+import { type ClaimAnswer, claimAnswer } from './claim-answer.js'
 import { claimBond } from './claim-cost.js'
 import { CurtaAccountError, CurtaError } from './errors.js'
 import {
@@ -60,50 +60,10 @@ export async function fetchClaim(rpc: ReadRpc, claim: Address, programId: Addres
   return decodeClaim(account.data, claim)
 }
 
-/** A claim's answer as the engine computes it: the generated ids and text bytes, hashed as AnswerClaim posts them. */
-export interface ClaimAnswer {
-  promptTokens: number[]
-  /** The generated ids, an end token 1 or 2 included. */
-  ids: number[]
-  /** The text's bytes: each generated token's piece, as a run's text region holds them. */
-  text: Uint8Array
-  tokenCount: number
-  /** SHA-256 of the ids (u32 LE each) then the text (`answerHash`). */
-  hash: Uint8Array
-  seed: bigint
-  end: 'end-token' | 'done'
-}
-
 /** A model to compute answers with: a runner already holding it, or what `Runner.create` takes. */
 export type ClaimEngine = Runner | Artifact | Uint8Array | readonly Uint8Array[]
 
 const runnerOf = (engine: ClaimEngine): Promise<Runner> => (engine instanceof Runner ? Promise.resolve(engine) : Runner.create(engine))
-
-/**
- * The answer of a claim's prompt, steps and settings with `seed`, computed by the engine (curta-core
- * in WebAssembly, the code the dispute run steps on chain): a text prompt encoded as a run
- * encodes it (token 1, the space prefix, merges), then the run to its end. The runner must hold
- * the claim's model, and do nothing else meanwhile.
- */
-export function claimAnswer(runner: Runner, claim: Pick<ClaimAccount, 'prompt' | 'steps' | 'temperature' | 'topP'>, seed: bigint): ClaimAnswer {
-  const promptTokens = 'text' in claim.prompt ? runner.encode(claim.prompt.text) : [...claim.prompt.tokenIds]
-  runner.start(promptTokens, claim.steps, { temperature: claim.temperature, topP: claim.topP, seed })
-  const ids: number[] = []
-  const pieces: Uint8Array[] = []
-  let previous = promptTokens[promptTokens.length - 1] ?? 1
-  for (;;) {
-    const p = runner.advance()
-    if (p.kind === 'finished') {
-      const text = new Uint8Array(pieces.reduce((n, b) => n + b.length, 0))
-      pieces.reduce((at, b) => (text.set(b, at), at + b.length), 0)
-      return { promptTokens, ids, text, tokenCount: ids.length, hash: answerHash(ids, text), seed, end: p.status }
-    }
-    if (p.kind !== 'token') continue
-    pieces.push(runner.decode(previous, p.id))
-    ids.push(p.id)
-    previous = p.id
-  }
-}
 
 export interface ClaimVerification {
   /**

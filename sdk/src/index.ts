@@ -50,7 +50,6 @@ export {
   CLAIM_VERSION,
   MAX_WINDOW,
   MIN_WINDOW,
-  answerHash,
   claimAccountLength,
   claimAddress,
   claimDrawnSeed,
@@ -80,7 +79,6 @@ export {
   SLOT_HASHES_ID,
   answerClaim,
   challengeClaim,
-  claimAnswer,
   closeClaim,
   fetchClaim,
   listClaims,
@@ -90,4 +88,6 @@ export {
   verifyClaim,
   watchClaims,
 } from './claims.js'
-export type { ClaimAnswer, ClaimEngine, ClaimEvent, ClaimVerification, ClaimsRpc, OpenClaimOptions } from './claims.js'
+export type { ClaimEngine, ClaimEvent, ClaimVerification, ClaimsRpc, OpenClaimOptions } from './claims.js'
+export { answerHash, claimAnswer } from './claim-answer.js'
+export type { ClaimAnswer, ClaimTerms } from './claim-answer.js'
