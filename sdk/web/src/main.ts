@@ -434,6 +434,7 @@ function showRun(r: RunAccount, at: Address, text: string): void {
     ['temperature', r.temperature === 0 ? '0 (greedy)' : fixed16(r.temperature)],
     ['top-p', fixed16(r.topP)],
     ['seed source', r.seedSource],
+    ['dispute', r.dispute ? "yes: a claim's dispute run, which only Resolve closes" : 'no'],
   ]
   dl.replaceChildren(
     ...rows.flatMap(([k, v]) => {
