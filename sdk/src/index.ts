@@ -91,3 +91,5 @@ export {
 export type { ClaimEngine, ClaimEvent, ClaimVerification, ClaimsRpc, OpenClaimOptions } from './claims.js'
 export { answerHash, claimAnswer } from './claim-answer.js'
 export type { ClaimAnswer, ClaimTerms } from './claim-answer.js'
+export { claimTrust } from './claim-trust.js'
+export type { ClaimRule, ClaimTrust } from './claim-trust.js'

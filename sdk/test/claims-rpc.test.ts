@@ -4,7 +4,8 @@
 // would. openClaim (the bond is the interface crate's, golden/claims.json), answerClaim with a
 // chosen seed (the Rust core's run) and a drawn one (SlotHashes served, waited for, expired),
 // challengeClaim, resolveClaim, closeClaim, and watchClaims (getProgramAccounts with memcmp filters
-// on the magic and the model: new, changed and closed claims, others' left out).
+// on the magic and the model: new, changed and closed claims, others' left out), and claimTrust
+// (the interface crate's trusted_claim, each check failing alone).
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
 import {
@@ -23,6 +24,7 @@ import {
   challengeClaim,
   claimAddress,
   claimDrawnSeed,
+  claimTrust,
   closeClaim,
   openClaim,
   resolveClaim,
@@ -313,4 +315,48 @@ test('watchClaims reports a model\'s claims (new, changed, closed) from getProgr
       )
     },
   )
+})
+
+test('claimTrust: a settled claim is trusted for the rule\'s model, prompt, settings, seed, window and answer; each check fails alone', async () => {
+  const hash = nodeAnswerHash(sampled.tokens, new TextEncoder().encode(sampled.text))
+  const settled = openFields({ state: 2, answerSlot: 800n, tokenCount: 48, answerHash: hash })
+  const at = await claimAddress(program, claimer.address, model, 5)
+  const rule = {
+    programId: program,
+    expectedModel: model,
+    prompt: { text: sampled.prompt! },
+    settings: { temperature: 52_429, topP: 58_982 },
+    minWindow: 150,
+    answer: { tokenCount: 48, hash },
+  }
+  const judge = (fields: ClaimFields, r: Parameters<typeof claimTrust>[2] = rule, where: string = at, owner: string = fx.programId) =>
+    withNode([[where, { ...programAccount(writeClaim(fields)), owner }]], () => undefined, (rpc) => claimTrust(rpc, address(where), r))
+  const failed = async (fields: ClaimFields, r: Parameters<typeof claimTrust>[2] = rule, where: string = at, owner?: string) =>
+    (await judge(fields, r, where, owner)).checks.filter((c) => !c.ok).map((c) => c.name)
+  const t = await judge(settled)
+  assert.equal(t.trusted, true, JSON.stringify(t.checks))
+  assert.deepEqual(
+    t.checks.map((c) => c.name),
+    ['exists', 'owner', 'layout', 'address', 'expected model', 'not overturned', 'settled', 'window', 'prompt', 'settings', 'answer', 'model owner', 'model sealed', 'model address'],
+  )
+  assert.equal(t.checks.find((c) => c.name === 'settled')!.detail, 'answered in slot 800, window to slot 950, now slot 1000')
+  assert.equal(t.slot, 1000n)
+  // Within its window (answered in slot 900: to slot 1050), challenged, overturned: not settled.
+  assert.deepEqual(await failed({ ...settled, answerSlot: 900n }), ['settled'])
+  assert.deepEqual(await failed({ ...settled, state: 3 }), ['settled'])
+  assert.deepEqual(await failed({ ...settled, state: 5 }), ['not overturned', 'settled'])
+  assert.equal((await judge({ ...settled, state: 4 })).trusted, true)
+  assert.deepEqual(await failed({ ...settled, state: 1, answerSlot: 0n, tokenCount: 0, answerHash: undefined }), ['settled', 'answer'])
+  // The rule's parts, one at a time.
+  assert.deepEqual(await failed(settled, { ...rule, expectedModel: address('11111111111111111111111111111112') }), ['expected model'])
+  assert.deepEqual(await failed(settled, { ...rule, prompt: { text: 'Once upon a tim' } }), ['prompt'])
+  assert.deepEqual(await failed(settled, { ...rule, settings: { temperature: 52_429, topP: 65_536 } }), ['settings'])
+  assert.deepEqual(await failed(settled, { ...rule, seed: 'notChosen' }), ['seed'])
+  assert.deepEqual(await failed(settled, { ...rule, minWindow: 151 }), ['window'])
+  assert.deepEqual(await failed(settled, { ...rule, answer: { tokenCount: 48, hash: new Uint8Array(32) } }), ['answer'])
+  // Another address than its claim address; another owner; no account.
+  assert.deepEqual(await failed(settled, rule, await claimAddress(program, claimer.address, model, 6)), ['address'])
+  assert.deepEqual(await failed(settled, rule, at, '11111111111111111111111111111111'), ['owner'])
+  const none = await withNode([], () => undefined, (rpc) => claimTrust(rpc, at, rule))
+  assert.deepEqual([none.trusted, none.checks.map((c) => c.name)], [false, ['exists']])
 })
