@@ -3,7 +3,7 @@
 //! can be drawn, and pinned (open slot, token count, claimer seed); its answer is recorded once
 //! `trusted_claim` holds and the answer carried in the instruction hashes to the claim's.
 
-use curta_interface::claim::ClaimState;
+use curta_interface::claim::{sha256_of, ClaimState};
 use curta_interface::instruction::{Prompt, U32s};
 use curta_interface::run::SeedSource;
 use curta_interface::trust::{read_claim, trusted_claim, ClaimRule, Distrust, SeedRule};
@@ -153,26 +153,4 @@ pub fn claim_answered(q: &[u8], claim_info: &AccountInfo) -> Result<bool, Progra
         slot,
     )
     .is_ok())
-}
-
-/// SHA-256 of `parts` one after the other: the `sol_sha256` syscall on chain.
-fn sha256_of(parts: &[&[u8]]) -> [u8; 32] {
-    #[cfg(target_os = "solana")]
-    {
-        let mut out = [0u8; 32];
-        // SAFETY: the syscall reads the (pointer, length) pairs and their bytes, then writes
-        // 32 bytes at `out`.
-        unsafe {
-            pinocchio::syscalls::sol_sha256(
-                parts.as_ptr() as *const u8,
-                parts.len() as u64,
-                out.as_mut_ptr(),
-            );
-        }
-        out
-    }
-    #[cfg(not(target_os = "solana"))]
-    {
-        curta_interface::claim::sha256_of(parts)
-    }
 }

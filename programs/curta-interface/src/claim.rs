@@ -316,6 +316,30 @@ pub fn read_prompt(bytes: &[u8]) -> Option<Prompt<'_>> {
 pub const ANSWER_HASH_DOC: &str =
     "SHA-256 of the generated ids (u32 little-endian each, an end token 1 or 2 included) then the text";
 
+/// SHA-256 of `parts` one after the other, none copied on chain (the `sol_sha256` syscall, for
+/// the program and for consumers); off chain curta-core's.
+#[inline(always)]
+pub fn sha256_of(parts: &[&[u8]]) -> [u8; 32] {
+    #[cfg(target_os = "solana")]
+    {
+        let mut out = [0u8; 32];
+        // SAFETY: the syscall reads the (pointer, length) pairs and their bytes, then writes
+        // 32 bytes at `out`.
+        unsafe {
+            pinocchio::syscalls::sol_sha256(
+                parts.as_ptr() as *const u8,
+                parts.len() as u64,
+                out.as_mut_ptr(),
+            );
+        }
+        out
+    }
+    #[cfg(not(target_os = "solana"))]
+    {
+        curta_core::sha256(&parts.concat())
+    }
+}
+
 #[cfg(not(target_os = "solana"))]
 pub use host::*;
 
@@ -330,12 +354,6 @@ mod host {
     pub fn answer_hash(ids: &[u32], text: &[u8]) -> [u8; 32] {
         let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
         sha256_of(&[&bytes, text])
-    }
-
-    /// SHA-256 of `parts` one after the other (off chain; the program and consumers hash with
-    /// the `sol_sha256` syscall).
-    pub fn sha256_of(parts: &[&[u8]]) -> [u8; 32] {
-        curta_core::sha256(&parts.concat())
     }
 
     /// The seed of a claim address ([`claim_seed_bytes`]).

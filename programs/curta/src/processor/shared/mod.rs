@@ -264,28 +264,7 @@ pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
     sha256_of(&[bytes])
 }
 
-/// SHA-256 of `parts` one after the other, none copied: the `sol_sha256` syscall on chain.
-#[inline(always)]
-pub(crate) fn sha256_of(parts: &[&[u8]]) -> [u8; 32] {
-    #[cfg(target_os = "solana")]
-    {
-        let mut out = [0u8; 32];
-        // SAFETY: the syscall reads the (pointer, length) pairs and their bytes, then writes
-        // 32 bytes at `out`.
-        unsafe {
-            pinocchio::syscalls::sol_sha256(
-                parts.as_ptr() as *const u8,
-                parts.len() as u64,
-                out.as_mut_ptr(),
-            );
-        }
-        out
-    }
-    #[cfg(not(target_os = "solana"))]
-    {
-        curta_core::sha256(&parts.concat())
-    }
-}
+pub(crate) use crate::claim::sha256_of;
 
 /// Logs `first` and the lower-case hex of `hash`, then optionally a second label and hash, as
 /// one line: no formatting machinery (core::fmt) in the binary.
