@@ -114,6 +114,14 @@ fn open_claim(
     engine_settings(t.settings, t.source)
         .validate()
         .map_err(log_run_error)?;
+    // A text the dispute run's state buffer cannot hold the encoding of (StartRun's
+    // `PromptTooLongToEncode`) would make the claim one no dispute could check.
+    if let Prompt::Text(text) = prompt {
+        let state_len = curta_core::infer::state_len(&config);
+        if curta_core::infer::encode_scratch_len(text.len()) > state_len {
+            return Err(CurtaError::PromptTooLongToEncode.into());
+        }
+    }
     if let Prompt::Tokens(ids) = prompt {
         if ids.is_empty() || ids.iter().any(|id| id >= config.vocab_size) {
             pinocchio::log::sol_log(
