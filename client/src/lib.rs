@@ -7,6 +7,7 @@
 //! over the functions re-exported here.
 
 pub mod artifact;
+pub mod claim;
 pub mod cli;
 pub mod error;
 pub mod model;
