@@ -16,6 +16,9 @@ use solana_pubkey::Pubkey;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+#[path = "idl/claims.rs"]
+mod claims;
+
 fn idl() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../idl/curta.json");
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
@@ -352,7 +355,12 @@ fn every_instruction_encodes_as_the_crates_builders() {
             "close",
             "startRun",
             "step",
-            "closeRun"
+            "closeRun",
+            "openClaim",
+            "answerClaim",
+            "challenge",
+            "resolve",
+            "closeClaim"
         ]
     );
     for (tag, name) in names.iter().enumerate() {
@@ -520,6 +528,7 @@ fn every_instruction_encodes_as_the_crates_builders() {
         &[("run", run_key), ("runner", runner)],
     );
     start_runs(p, run_key, runner, model, weight);
+    claims::claim_instructions(p);
 }
 
 /// The IDL's name of a seed source (its variant), by the crate's byte.
@@ -754,6 +763,7 @@ fn account_layouts_are_the_crates() {
             ("textCapacity", r::TEXT_CAPACITY, 4),
             ("stateLength", r::STATE_LEN, 4),
             ("seedSource", r::SEED_SOURCE, 1),
+            ("dispute", r::DISPUTE, 1),
             ("temperature", r::TEMPERATURE, 4),
             ("topP", r::TOP_P, 4),
             ("runnerSeed", r::RUNNER_SEED, 8),
@@ -767,6 +777,7 @@ fn account_layouts_are_the_crates() {
     assert_eq!(run_layout["body"], (run::RUN_HEADER_LEN, None));
     assert_eq!(discriminator(p, "run"), run::RUN_MAGIC);
     assert_eq!(default_number(p, "run", "version"), run::RUN_VERSION as u64);
+    claims::claim_layout(p);
     // The seed source enum's variants are SeedSource's bytes, in order.
     let sources = &Types::of(p).0["seedSource"]["variants"];
     for source in [SeedSource::None, SeedSource::Drawn, SeedSource::Chosen] {

@@ -70,3 +70,13 @@ mod seed;
 // The example consumer of runs beside the program (programs/curta-consumer).
 #[path = "program/consumer.rs"]
 mod consumer;
+
+// Claims: opened with a bond, answered, settled or challenged and re-run on chain.
+#[path = "program/claims.rs"]
+mod claims;
+
+#[path = "program/claim_refusals.rs"]
+mod claim_refusals;
+
+#[path = "program/consumer_claims.rs"]
+mod consumer_claims;

@@ -25,13 +25,13 @@ use solana_sdk::signature::{Keypair, Signer};
 use solana_sdk::transaction::TransactionError;
 use solana_system_interface::instruction as system_instruction;
 
-const CONSUMER: Pubkey = Pubkey::new_from_array(curta_consumer::ID);
+pub const CONSUMER: Pubkey = Pubkey::new_from_array(curta_consumer::ID);
 /// The questions' expiry: the least a question may ask.
 const EXPIRY: u32 = MIN_EXPIRY;
 
 /// A bank with the Curta program and the consumer (target/deploy/curta_consumer.so, built by
 /// scripts/build-sbf).
-async fn bank() -> Bank {
+pub async fn bank() -> Bank {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/deploy/curta_consumer.so");
     let so = curta_client::send::transport::ProgramSo::find_in(&[path]).unwrap_or_else(|e| {
@@ -41,12 +41,12 @@ async fn bank() -> Bank {
 }
 
 /// The consumer's code for an error: its own below 16, a distrusted run's from 16.
-fn code(c: u32) -> InstructionError {
+pub fn code(c: u32) -> InstructionError {
     InstructionError::Custom(c)
 }
 
 /// Asks a question of `model` with the run's prompt and settings; returns its account.
-async fn ask(bank: &mut Bank, model: &Pubkey, settings: Settings) -> Keypair {
+pub async fn ask(bank: &mut Bank, model: &Pubkey, settings: Settings) -> Keypair {
     let question = Keypair::new();
     let asker = bank.mallory.insecure_clone();
     let create = system_instruction::create_account(
@@ -103,7 +103,7 @@ async fn finish(bank: &mut Bank, p: &Published, run: &Pubkey) {
 
 /// Sends `instructions` (signed by mallory where asked) and expects the consumer's `error` at
 /// instruction `index`, the question unchanged.
-async fn refused(
+pub async fn refused(
     bank: &mut Bank,
     question: &Pubkey,
     instructions: &[Instruction],
@@ -127,7 +127,7 @@ async fn refused(
     assert_eq!(bank.account(question).await, before, "the question changed");
 }
 
-fn state(q: &Account) -> u8 {
+pub fn state(q: &Account) -> u8 {
     q.data[field::STATE]
 }
 
@@ -406,7 +406,7 @@ async fn a_run_replaced_in_its_start_slot_with_another_runner_seed_is_refused() 
 
 /// Sets the Clock sysvar's slot to `slot` (Release reads Clock alone; StartRun and Bind read
 /// the same Clock, and `next_slot` adds the slot's hash to SlotHashes for the draw).
-async fn warp_to(bank: &mut Bank, slot: u64) {
+pub async fn warp_to(bank: &mut Bank, slot: u64) {
     let mut clock: Clock = bank.ctx.banks_client.get_sysvar().await.unwrap();
     clock.slot = slot;
     bank.ctx.set_sysvar(&clock);

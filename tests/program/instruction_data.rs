@@ -65,7 +65,62 @@ fn every_kind() -> Vec<CurtaInstruction<'static>> {
                 nonce: 0x0102_0304,
             }),
         },
+        CurtaInstruction::OpenClaim {
+            nonce: 3,
+            steps: 64,
+            temperature: 52_429,
+            top_p: 58_982,
+            seed: 9,
+            seed_source: SeedSource::Drawn,
+            window: 150,
+            priority_price: 1_000,
+            bond: 0x0a0b_0c0d_0e0f,
+            prompt: Prompt::Tokens(U32s::Values(&[1, 40])),
+        },
+        CurtaInstruction::AnswerClaim {
+            token_count: 64,
+            answer_hash: &[0x33; 32],
+        },
+        CurtaInstruction::Challenge { nonce: 5 },
+        CurtaInstruction::Resolve {},
+        CurtaInstruction::CloseClaim {},
     ]
+}
+
+#[test]
+fn claim_instructions_bytes_as_documented() {
+    // docs/program.md, "9 OpenClaim": tag 9, nonce, steps, temperature, top-p (u32 each), seed
+    // (u64), seed source (u8), window (u32), priority price, bond (u64 each), the prompt.
+    let open = CurtaInstruction::OpenClaim {
+        nonce: 3,
+        steps: 64,
+        temperature: 7,
+        top_p: 8,
+        seed: 9,
+        seed_source: SeedSource::Chosen,
+        window: 150,
+        priority_price: 1_000,
+        bond: 0x0102,
+        prompt: Prompt::Text(b"hi"),
+    };
+    let mut expected = vec![9, 3, 0, 0, 0, 64, 0, 0, 0, 7, 0, 0, 0, 8, 0, 0, 0];
+    expected.extend([9, 0, 0, 0, 0, 0, 0, 0, 2, 150, 0, 0, 0]);
+    expected.extend([0xe8, 3, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0]);
+    expected.extend([0, 2, 0, 0, 0, b'h', b'i']);
+    assert_eq!(open.pack(), expected);
+    let answer = CurtaInstruction::AnswerClaim {
+        token_count: 0x0201,
+        answer_hash: &[0x44; 32],
+    };
+    let mut expected = vec![10, 1, 2, 0, 0];
+    expected.extend([0x44; 32]);
+    assert_eq!(answer.pack(), expected);
+    assert_eq!(
+        CurtaInstruction::Challenge { nonce: 0x0304 }.pack(),
+        vec![11, 4, 3, 0, 0]
+    );
+    assert_eq!(CurtaInstruction::Resolve {}.pack(), vec![12]);
+    assert_eq!(CurtaInstruction::CloseClaim {}.pack(), vec![13]);
 }
 
 #[test]
@@ -191,7 +246,7 @@ fn decoder_refuses_truncated_trailing_and_unknown() {
             assert_eq!(CurtaInstruction::parse(&long), None, "{kind:?} + {extra}");
         }
     }
-    for tag in 9..=255u8 {
+    for tag in 14..=255u8 {
         assert_eq!(CurtaInstruction::parse(&[tag]), None);
         assert_eq!(CurtaInstruction::parse(&[tag, 0, 0, 0, 0]), None);
     }

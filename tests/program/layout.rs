@@ -153,6 +153,10 @@ fn error_codes() {
         (44, CurtaError::NotSlotHashes),
         (45, CurtaError::PromptTooLongToEncode),
         (46, CurtaError::SectionNotLoaded),
+        (47, CurtaError::NotAClaim),
+        (51, CurtaError::BondTooLow),
+        (58, CurtaError::DisputeRunLocked),
+        (61, CurtaError::InvalidPriorityPrice),
     ];
     for (code, e) in pinned {
         assert_eq!(e as u32, code);
@@ -162,8 +166,8 @@ fn error_codes() {
         assert_eq!(CurtaError::try_from(e as u32), Ok(e));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(CurtaError::ALL.len(), 47);
-    assert_eq!(CurtaError::try_from(47), Err(47));
+    assert_eq!(CurtaError::ALL.len(), 62);
+    assert_eq!(CurtaError::try_from(62), Err(62));
     assert_eq!(CurtaError::try_from(u32::MAX), Err(u32::MAX));
 }
 

@@ -24,6 +24,11 @@ pub enum ConsumerInstruction<'a> {
     Release,
     /// 4: nothing else.
     Close,
+    /// 5: nothing else.
+    BindClaim,
+    /// 6: the answer's generated ids (u32 count, then the ids), then its text (u32 count, then
+    /// the bytes).
+    RecordClaim { ids: U32s<'a>, text: &'a [u8] },
 }
 
 /// Ask's tag and fields of fixed size: tag, model, temperature, top-p, expiry.
@@ -52,6 +57,15 @@ impl<'a> ConsumerInstruction<'a> {
             2 => bare(ConsumerInstruction::Record),
             3 => bare(ConsumerInstruction::Release),
             4 => bare(ConsumerInstruction::Close),
+            5 => bare(ConsumerInstruction::BindClaim),
+            6 => {
+                let mut reader = Reader::new(data, 1, 1)?;
+                let instruction = ConsumerInstruction::RecordClaim {
+                    ids: Wire::read(&mut reader)?,
+                    text: Wire::read(&mut reader)?,
+                };
+                reader.is_done().then_some(instruction)
+            }
             _ => None,
         }
     }
@@ -136,6 +150,38 @@ mod host {
         }
     }
 
+    /// BindClaim: the question, the asker (signer) and the claim (read-only), in the claim's
+    /// open slot.
+    pub fn bind_claim(
+        program: &Pubkey,
+        question: &Pubkey,
+        asker: &Pubkey,
+        claim: &Pubkey,
+    ) -> Instruction {
+        Instruction {
+            data: alloc::vec![5],
+            ..bind(program, question, asker, claim)
+        }
+    }
+
+    /// RecordClaim: the question and the claim (read-only), with the claim's answer (its
+    /// generated ids and text); anyone may send it once the claim is settled.
+    pub fn record_claim(
+        program: &Pubkey,
+        question: &Pubkey,
+        claim: &Pubkey,
+        ids: &[u32],
+        text: &[u8],
+    ) -> Instruction {
+        let mut data = alloc::vec![6];
+        U32s::Values(ids).write(&mut data);
+        text.write(&mut data);
+        Instruction {
+            data,
+            ..record(program, question, claim)
+        }
+    }
+
     /// Close: the question and its asker (signer, writable: receives every lamport).
     pub fn close(program: &Pubkey, question: &Pubkey, asker: &Pubkey) -> Instruction {
         Instruction {
@@ -207,6 +253,23 @@ mod tests {
             assert_eq!(ConsumerInstruction::parse(&[tag]), Some(expected));
             assert_eq!(ConsumerInstruction::parse(&[tag, 0]), None);
         }
-        assert_eq!(ConsumerInstruction::parse(&[5]), None);
+        assert_eq!(
+            ConsumerInstruction::parse(&[5]),
+            Some(ConsumerInstruction::BindClaim)
+        );
+        assert_eq!(ConsumerInstruction::parse(&[7]), None);
+        let record = record_claim(&program, &question, &asker, &[3, 4], b"ab").data;
+        assert_eq!(
+            record,
+            [6, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, b'a', b'b']
+        );
+        assert!(matches!(
+            ConsumerInstruction::parse(&record),
+            Some(ConsumerInstruction::RecordClaim { text: b"ab", .. })
+        ));
+        assert_eq!(
+            ConsumerInstruction::parse(&record[..record.len() - 1]),
+            None
+        );
     }
 }

@@ -17,11 +17,18 @@
 //! - 3 Release: anyone unbinds a question whose bound run did not answer, from the run's start
 //!   slot plus the question's expiry on; the asker may bind it again.
 //! - 4 Close: the asker closes an asked or answered question and receives every lamport.
+//! - 5 BindClaim: the asker binds the question to a claim of the Curta program whose seed will
+//!   be drawn, in the claim's open slot, and records its pin (open slot, steps, claimer seed).
+//! - 6 RecordClaim: anyone records the bound claim's answer, carried in the instruction (the
+//!   ids, then the text), once the claim is settled with a window of at least
+//!   MIN_CLAIM_WINDOW and the answer hashes to the claim's. Release unbinds a claim that is not
+//!   settled (or was overturned) after the expiry, as a run.
 #![no_std]
 
 #[cfg(not(target_os = "solana"))]
 extern crate alloc;
 
+mod claims;
 #[cfg(all(target_os = "solana", not(feature = "no-entrypoint")))]
 mod entrypoint;
 pub mod error;

@@ -1,4 +1,4 @@
-//! Ask, Bind, Record, Release and Close. Every account's owner, size, signer, writability and
+//! Ask, Bind, Record, Release and Close (BindClaim and RecordClaim: `claims`). Every account's owner, size, signer, writability and
 //! state is checked before anything is written.
 
 use curta_interface::instruction::U32s;
@@ -13,12 +13,12 @@ use pinocchio::ProgramResult;
 use crate::error::ConsumerError;
 use crate::instruction::ConsumerInstruction;
 use crate::state::{
-    field, prompt_ids, put, u32_at, u64_at, QuestionState, MAGIC, MAX_ANSWER, MAX_EXPIRY,
-    MAX_PROMPT, MAX_TEMPERATURE, MAX_TOP_P, MIN_EXPIRY, QUESTION_LEN,
+    field, prompt_ids, put, u32_at, u64_at, QuestionState, BOUND_CLAIM, BOUND_RUN, MAGIC,
+    MAX_ANSWER, MAX_EXPIRY, MAX_PROMPT, MAX_TEMPERATURE, MAX_TOP_P, MIN_EXPIRY, QUESTION_LEN,
 };
 
 /// The Curta program whose runs are read: the interface's id.
-const CURTA: Pubkey = curta_interface::PROGRAM_ID;
+pub(crate) const CURTA: Pubkey = curta_interface::PROGRAM_ID;
 /// The system program (all zero), which a closed question is given back to.
 const SYSTEM_PROGRAM: Pubkey = [0; 32];
 
@@ -46,6 +46,10 @@ pub fn process_instruction(
         ConsumerInstruction::Record => record(program_id, accounts),
         ConsumerInstruction::Release => release(program_id, accounts),
         ConsumerInstruction::Close => close(program_id, accounts),
+        ConsumerInstruction::BindClaim => crate::claims::bind_claim(program_id, accounts),
+        ConsumerInstruction::RecordClaim { ids, text } => {
+            crate::claims::record_claim(program_id, accounts, ids, text)
+        }
     }
 }
 
@@ -53,7 +57,7 @@ pub fn process_instruction(
 /// QUESTION_LEN bytes (`NotAQuestion`), in one of `states` (`WrongState`; `AlreadyAsked` for
 /// Ask), with its magic unless empty (`NotAQuestion`).
 #[inline(always)]
-fn question<'a>(
+pub(crate) fn question<'a>(
     program_id: &Pubkey,
     account: &'a AccountInfo,
     states: &[QuestionState],
@@ -153,7 +157,7 @@ fn recorded_pin(q: &[u8]) -> RunPin {
 }
 
 #[inline(always)]
-fn model_of(q: &[u8]) -> Result<[u8; 32], ConsumerError> {
+pub(crate) fn model_of(q: &[u8]) -> Result<[u8; 32], ConsumerError> {
     q[field::MODEL..field::MODEL + 32]
         .try_into()
         .map_err(|_| ConsumerError::NotAQuestion)
@@ -213,7 +217,7 @@ fn record(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult {
         return Err(ProgramError::NotEnoughAccountKeys);
     };
     let mut q = question(program_id, question_info, &[QuestionState::Bound])?;
-    if run_info.key() != &q[field::RUN..field::RUN + 32] {
+    if q[field::BOUND_KIND] != BOUND_RUN || run_info.key() != &q[field::RUN..field::RUN + 32] {
         return Err(ConsumerError::WrongRun.into());
     }
     let data = run_info.try_borrow_data()?;
@@ -254,16 +258,21 @@ fn release(program_id: &Pubkey, accounts: &[AccountInfo]) -> ProgramResult {
     if Clock::get()?.slot < expires {
         return Err(ConsumerError::NotExpired.into());
     }
-    {
-        let data = run_info.try_borrow_data()?;
-        let model = model_of(&q)?;
-        let mut ids = [0u32; MAX_PROMPT];
-        prompt_ids(&q, &mut ids);
-        let rule = rule(&q, &model, &ids, Some(recorded_pin(&q)));
-        if trusted_run(&CURTA, run_info.key(), run_info.owner(), &data, &rule).is_ok() {
-            return Err(ConsumerError::RunAnswered.into());
+    let answered = match q[field::BOUND_KIND] {
+        BOUND_CLAIM => crate::claims::claim_answered(&q, run_info)?,
+        _ => {
+            let data = run_info.try_borrow_data()?;
+            let model = model_of(&q)?;
+            let mut ids = [0u32; MAX_PROMPT];
+            prompt_ids(&q, &mut ids);
+            let rule = rule(&q, &model, &ids, Some(recorded_pin(&q)));
+            trusted_run(&CURTA, run_info.key(), run_info.owner(), &data, &rule).is_ok()
         }
+    };
+    if answered {
+        return Err(ConsumerError::RunAnswered.into());
     }
+    q[field::BOUND_KIND] = BOUND_RUN;
     q[field::RUN..field::RUNNER_SEED + 8].fill(0);
     let releases = u32_at(&q, field::RELEASES).saturating_add(1);
     put(&mut q, field::RELEASES, &releases.to_le_bytes());

@@ -5,18 +5,19 @@
 //! |---|---|---|
 //! | 0 | 8 | magic `CURTAQST` |
 //! | 8 | 1 | state: 0 empty, 1 asked, 2 bound, 3 answered |
-//! | 9 | 3 | reserved, zero |
+//! | 9 | 1 | what is bound: 0 a run, 1 a claim |
+//! | 10 | 2 | reserved, zero |
 //! | 12 | 4 | prompt length, u32 (1..32) |
 //! | 16 | 32 | asker |
 //! | 48 | 32 | model (the Curta model account's address) |
 //! | 80 | 4 | temperature, u32 |
 //! | 84 | 4 | top-p, u32 |
-//! | 88 | 32 | the bound run's address (zero unless bound or answered) |
-//! | 120 | 8 | the bound run's start slot, u64 |
-//! | 128 | 4 | answer length, u32 (the run's generated tokens, at most 64 kept) |
-//! | 132 | 4 | the bound run's token count (steps), u32 |
-//! | 136 | 8 | the bound run's runner seed, u64 |
-//! | 144 | 4 | expiry, u32: slots after the bound run's start slot from which anyone may release the question (MIN_EXPIRY..=MAX_EXPIRY) |
+//! | 88 | 32 | the bound run's (or claim's) address (zero unless bound or answered) |
+//! | 120 | 8 | the bound run's start slot (a claim's open slot), u64 |
+//! | 128 | 4 | answer length, u32 (the generated tokens, at most 64 kept) |
+//! | 132 | 4 | the bound run's (claim's) token count (steps), u32 |
+//! | 136 | 8 | the bound run's runner seed (claim's claimer seed), u64 |
+//! | 144 | 4 | expiry, u32: slots after the bound start (or open) slot from which anyone may release the question (MIN_EXPIRY..=MAX_EXPIRY) |
 //! | 148 | 4 | releases, u32: how many times the question was released |
 //! | 152 | 128 | prompt ids, u32 each |
 //! | 280 | 256 | answer ids, u32 each |
@@ -43,6 +44,7 @@ pub const MAX_TOP_P: u32 = 1 << 16;
 pub mod field {
     pub const MAGIC: usize = 0;
     pub const STATE: usize = 8;
+    pub const BOUND_KIND: usize = 9;
     pub const PROMPT_LEN: usize = 12;
     pub const ASKER: usize = 16;
     pub const MODEL: usize = 48;
@@ -70,6 +72,14 @@ pub enum QuestionState {
     Bound = 2,
     Answered = 3,
 }
+
+/// The shortest challenge window of a claim the example consumer accepts, in slots: its
+/// watchers' time to see a wrong answer and challenge it (curta's least, 150, doubled).
+pub const MIN_CLAIM_WINDOW: u32 = 300;
+
+/// What a bound question is bound to (byte 9).
+pub const BOUND_RUN: u8 = 0;
+pub const BOUND_CLAIM: u8 = 1;
 
 pub fn u32_at(data: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]])

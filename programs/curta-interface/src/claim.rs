@@ -165,19 +165,10 @@ pub struct ClaimView<'d> {
 impl<'d> ClaimView<'d> {
     #[inline(always)]
     pub fn new(data: &'d [u8]) -> Result<Self, CurtaError> {
-        use claim_field as f;
-        if data.len() < CLAIM_HEADER_LEN
-            || data[f::MAGIC..f::MAGIC + 8] != CLAIM_MAGIC
-            || data[f::VERSION] != CLAIM_VERSION
-            || ClaimState::from_u8(data[f::STATE]).is_none()
-            || SeedSource::from_u8(data[f::SEED_SOURCE]).is_none()
-            || u32_at(data, f::PROMPT_LEN) as u64 != (data.len() - CLAIM_HEADER_LEN) as u64
-        {
-            return Err(CurtaError::NotAClaim);
+        match is_claim(data) {
+            true => Ok(ClaimView { data }),
+            false => Err(CurtaError::NotAClaim),
         }
-        let claim = ClaimView { data };
-        claim.prompt().ok_or(CurtaError::NotAClaim)?;
-        Ok(claim)
     }
 
     fn address(&self, at: usize) -> &'d Address {
@@ -297,6 +288,20 @@ impl<'d> ClaimView<'d> {
     }
 }
 
+/// Whether `data` is an initialized claim ([`ClaimView`]'s checks). A frame of its own: one
+/// copy in a program that checks claims in several instructions.
+#[inline(never)]
+pub fn is_claim(data: &[u8]) -> bool {
+    use claim_field as f;
+    data.len() >= CLAIM_HEADER_LEN
+        && data[f::MAGIC..f::MAGIC + 8] == CLAIM_MAGIC
+        && data[f::VERSION] == CLAIM_VERSION
+        && ClaimState::from_u8(data[f::STATE]).is_some()
+        && SeedSource::from_u8(data[f::SEED_SOURCE]).is_some()
+        && u32_at(data, f::PROMPT_LEN) as u64 == (data.len() - CLAIM_HEADER_LEN) as u64
+        && read_prompt(&data[CLAIM_HEADER_LEN..]).is_some()
+}
+
 /// A prompt's wire bytes read exactly (`None` when they are not one prompt).
 #[inline(always)]
 pub fn read_prompt(bytes: &[u8]) -> Option<Prompt<'_>> {
@@ -323,9 +328,14 @@ mod host {
 
     /// The answer hash of `ids` and `text` ([`ANSWER_HASH_DOC`]).
     pub fn answer_hash(ids: &[u32], text: &[u8]) -> [u8; 32] {
-        let mut bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
-        bytes.extend_from_slice(text);
-        curta_core::sha256(&bytes)
+        let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+        sha256_of(&[&bytes, text])
+    }
+
+    /// SHA-256 of `parts` one after the other (off chain; the program and consumers hash with
+    /// the `sol_sha256` syscall).
+    pub fn sha256_of(parts: &[&[u8]]) -> [u8; 32] {
+        curta_core::sha256(&parts.concat())
     }
 
     /// The seed of a claim address ([`claim_seed_bytes`]).
@@ -344,8 +354,7 @@ mod host {
         nonce: u32,
     ) -> Pubkey {
         // 31 bytes of seed and a program owner: derivation cannot fail.
-        Pubkey::create_with_seed(claimer, &claim_seed(model, nonce), program_id)
-            .unwrap_or_default()
+        Pubkey::create_with_seed(claimer, &claim_seed(model, nonce), program_id).unwrap_or_default()
     }
 
     /// The wire bytes of a prompt (what a claim account holds after its header).
@@ -418,9 +427,7 @@ mod host {
         /// Settled at `slot` ([`ClaimView::settled`]).
         pub fn settled(&self, slot: u64) -> bool {
             match self.state {
-                ClaimState::Answered => {
-                    slot > self.answer_slot.saturating_add(self.window as u64)
-                }
+                ClaimState::Answered => slot > self.answer_slot.saturating_add(self.window as u64),
                 ClaimState::Upheld => true,
                 _ => false,
             }

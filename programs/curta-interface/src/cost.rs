@@ -146,7 +146,9 @@ pub fn run_transactions_bound(c: &Config, prompt_tokens: u32, steps: u32) -> u64
     }
     let slope = second - first;
     let units = positions * first + slope * (positions * positions.saturating_sub(1) / 2);
-    let sure = (crate::run::MAX_STEP_BUDGET as u64).saturating_sub(largest).max(1);
+    let sure = (crate::run::MAX_STEP_BUDGET as u64)
+        .saturating_sub(largest)
+        .max(1);
     units.div_ceil(sure) + positions
 }
 
@@ -188,16 +190,25 @@ pub fn dispute_transactions(c: &Config, prompt: &crate::instruction::Prompt, ste
         + DISPUTE_EXTRA_TRANSACTIONS
 }
 
+/// The highest priority price a claim may record, in micro-lamports per compute unit (10,000
+/// lamports a unit, far above any fee market): it keeps [`claim_bond`] within a u64 for the
+/// largest model the format allows.
+pub const MAX_PRIORITY_PRICE: u64 = 10_000_000_000;
+
 /// The least bond a claim posts (and a challenger posts the same): every transaction of its
 /// dispute ([`dispute_transactions`]) at the base fee and [`STEP_UNITS`] at `priority_price`
 /// micro-lamports a unit, so that whoever is right is paid back for stepping the dispute.
-/// Saturates (a bond no account holds) rather than wrapping.
+/// `None` above [`MAX_PRIORITY_PRICE`]. (Plain multiplications: the SBF route has no 128-bit
+/// multiply, which a checked one needs.)
 pub fn claim_bond(
     c: &Config,
     prompt: &crate::instruction::Prompt,
     steps: u32,
     priority_price: u64,
-) -> u64 {
-    let priority = priority_price.saturating_mul(STEP_UNITS).div_ceil(1_000_000);
-    dispute_transactions(c, prompt, steps).saturating_mul(BASE_FEE.saturating_add(priority))
+) -> Option<u64> {
+    if priority_price > MAX_PRIORITY_PRICE {
+        return None;
+    }
+    let priority = (priority_price * STEP_UNITS).div_ceil(1_000_000);
+    Some(dispute_transactions(c, prompt, steps) * (BASE_FEE + priority))
 }

@@ -126,11 +126,13 @@ pub enum CurtaError {
     ClaimNotClosable = 59,
     #[error("answer's token count must be 1 to the claim's steps")]
     InvalidAnswer = 60,
+    #[error("claim's priority price is above cost::MAX_PRIORITY_PRICE (10,000,000,000 micro-lamports a unit)")]
+    InvalidPriorityPrice = 61,
 }
 
 impl CurtaError {
     /// Every variant, in code order.
-    pub const ALL: [CurtaError; 61] = [
+    pub const ALL: [CurtaError; 62] = [
         CurtaError::WrongOwner,
         CurtaError::Unauthorized,
         CurtaError::InvalidSectionCount,
@@ -192,6 +194,7 @@ impl CurtaError {
         CurtaError::DisputeRunLocked,
         CurtaError::ClaimNotClosable,
         CurtaError::InvalidAnswer,
+        CurtaError::InvalidPriorityPrice,
     ];
 }
 

@@ -248,6 +248,15 @@ impl<'d> RunView<'d> {
         self.token(self.prompt_len() + i)
     }
 
+    /// The generated ids' bytes (u32 little-endian each), in place: what a claim's answer hash
+    /// hashes before the text.
+    pub fn generated_bytes(&self) -> &'d [u8] {
+        let at = self.layout.tokens + 4 * self.prompt_len();
+        self.state()
+            .get(at..at + 4 * self.generated_len())
+            .unwrap_or(&[])
+    }
+
     /// The text of the generated tokens.
     pub fn text(&self) -> &'d [u8] {
         let state_len = u32_at(self.data, run_field::STATE_LEN) as usize;
@@ -396,6 +405,28 @@ pub struct ClaimRule<'a> {
     pub min_window: u32,
 }
 
+/// A claim of `program_id` in any state: the account at `address` is the program's
+/// (`WrongOwner`), a claim (`NotAClaim`) at the claim address of its claimer, model and nonce
+/// (`ClaimAddressMismatch`).
+// Inlined: SBF returns one register, so no call may return this aggregate.
+#[inline(always)]
+pub fn read_claim<'d>(
+    program_id: &Address,
+    address: &Address,
+    owner: &Address,
+    data: &'d [u8],
+) -> Result<ClaimView<'d>, Distrust> {
+    if owner != program_id {
+        return Err(Distrust::WrongOwner);
+    }
+    let claim = ClaimView::new(data).map_err(|_| Distrust::NotAClaim)?;
+    let seed = claim_seed_bytes(claim.model(), claim.nonce());
+    if create_with_seed(claim.claimer(), &seed, program_id).as_ref() != Some(address) {
+        return Err(Distrust::ClaimAddressMismatch);
+    }
+    Ok(claim)
+}
+
 /// A consumer's check before it relies on a claim at `slot` (the current slot): the account
 /// at `address` is the program's (`WrongOwner`), a claim (`NotAClaim`) at the claim address of
 /// its claimer, model and nonce (`ClaimAddressMismatch`), of the rule's model (`WrongModel`),
@@ -413,14 +444,7 @@ pub fn trusted_claim<'d>(
     rule: &ClaimRule,
     slot: u64,
 ) -> Result<ClaimView<'d>, Distrust> {
-    if owner != program_id {
-        return Err(Distrust::WrongOwner);
-    }
-    let claim = ClaimView::new(data).map_err(|_| Distrust::NotAClaim)?;
-    let seed = claim_seed_bytes(claim.model(), claim.nonce());
-    if create_with_seed(claim.claimer(), &seed, program_id).as_ref() != Some(address) {
-        return Err(Distrust::ClaimAddressMismatch);
-    }
+    let claim = read_claim(program_id, address, owner, data)?;
     if claim.model() != rule.model {
         return Err(Distrust::WrongModel);
     }

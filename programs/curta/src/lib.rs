@@ -18,6 +18,6 @@ pub mod section_zero;
 
 // The wire format, the layouts and the errors are the interface crate's.
 pub use curta_interface::PROGRAM_ID;
-pub use curta_interface::{error, instruction, state};
+pub use curta_interface::{claim, error, instruction, state};
 #[cfg(not(target_os = "solana"))]
 pub use curta_interface::{id, ID};

@@ -175,6 +175,15 @@ impl<'a> U32s<'a> {
         self.len() == 0
     }
 
+    /// The items' wire bytes, as parsed (`None` for values built off chain).
+    pub fn wire_bytes(&self) -> Option<&'a [u8]> {
+        match *self {
+            U32s::Wire(bytes) => Some(bytes),
+            #[cfg(not(target_os = "solana"))]
+            U32s::Values(_) => None,
+        }
+    }
+
     /// The items, in order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + 'a {
         let wire = |bytes: &'a [u8]| bytes.chunks_exact(4).map(|b| curta_core::le::u32_at(b, 0));

@@ -47,6 +47,9 @@ pub(super) fn process_close_run(
                     }
                 }
                 authority_signs(run.runner(), runner)?;
+                if run.dispute() {
+                    return Err(CurtaError::DisputeRunLocked.into());
+                }
             }
         }
     }

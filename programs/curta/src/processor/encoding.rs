@@ -40,7 +40,8 @@ fn encode(run: &mut RunAccount, model: &Model, budget: u64) -> ProgramResult {
 /// `Run::start` of `tokens` with the settings StartRun recorded in the run's header: the same
 /// state bytes whether StartRun or the Step that ends an encoding does it. A drawn seed is not
 /// known yet (it is drawn by the first step after the start slot once the run has started): the
-/// generator starts at 1 to pass `Run::start`'s check and is set to 0 until then.
+/// generator starts at 1 to pass `Run::start`'s check and is set to 0 until then; a dispute
+/// run's is its claim's, preset in the header by Challenge.
 /// Its own frame, called from StartRun (ids sent as tokens) and [`continue_encoding`].
 #[inline(never)]
 pub(super) fn start_engine(run: &mut RunAccount, model: &Model, tokens: &[u32]) -> u64 {
@@ -60,16 +61,19 @@ fn start(run: &mut RunAccount, model: &Model, tokens: &[u32]) -> ProgramResult {
         },
         source,
     );
+    // A drawn seed is 0 here unless Challenge preset a claim's.
+    let drawn = run.seed();
     let (state, _) = run.state_and_text();
     Run::start(state, model, tokens, steps, settings).map_err(log_run_error)?;
     if source == SeedSource::Drawn {
-        state[curta_core::infer::state::field::RNG..][..8].fill(0);
+        state[curta_core::infer::state::field::RNG..][..8].copy_from_slice(&drawn.to_le_bytes());
     }
     Ok(())
 }
 
 /// The settings `Run::start` takes for StartRun's: a drawn seed is not known yet, so the
 /// generator starts at 1 (to pass `Run::start`'s check) and is set to 0 until it is drawn.
+#[inline(always)]
 pub(super) fn engine_settings(settings: Settings, source: SeedSource) -> Settings {
     match source {
         SeedSource::Drawn => Settings {

@@ -10,12 +10,17 @@
 //! Off chain this module compiles (type checks, clippy) but is not run: pinocchio's CPI and
 //! syscalls do nothing there. Every test runs the SBF binary in the VM.
 
+mod answer_claim;
+mod challenge;
 mod close;
+mod close_claim;
 mod close_run;
 mod create_model;
 mod encoding;
 mod init_weight_account;
+mod open_claim;
 mod reopen;
+mod resolve;
 mod seal;
 pub(crate) mod shared;
 mod start_run;
@@ -65,5 +70,17 @@ pub fn process_instruction(
             accounts,
             run_seeds.map(|RunSeeds { model, nonce }| (model, nonce)),
         ),
+        I::OpenClaim { .. } => {
+            from_code(open_claim::process_open_claim(program_id, accounts, data))
+        }
+        I::AnswerClaim {
+            token_count,
+            answer_hash,
+        } => answer_claim::process_answer_claim(program_id, accounts, token_count, answer_hash),
+        I::Challenge { nonce } => {
+            from_code(challenge::process_challenge(program_id, accounts, nonce))
+        }
+        I::Resolve {} => resolve::process_resolve(program_id, accounts),
+        I::CloseClaim {} => close_claim::process_close_claim(program_id, accounts),
     }
 }

@@ -64,12 +64,58 @@ fn start_run(
     };
     writable(run_info)?;
     signer(runner)?;
+    from_code(begin_run(&Begin {
+        program_id,
+        run_info,
+        runner: runner.key(),
+        model_info,
+        zero_info,
+        nonce,
+        steps,
+        settings,
+        source,
+        prompt,
+        preset: None,
+        dispute: false,
+    }))
+}
+
+/// A run to begin: StartRun's, or a claim's dispute run (Challenge), whose drawn seed is the
+/// claim's (`preset`: the open slot, its hash and the seed) and which only Resolve closes.
+pub(super) struct Begin<'a, 'p> {
+    pub program_id: &'a Pubkey,
+    pub run_info: &'a AccountInfo,
+    pub runner: &'a Pubkey,
+    pub model_info: &'a AccountInfo,
+    pub zero_info: &'a AccountInfo,
+    pub nonce: u32,
+    pub steps: u32,
+    pub settings: Settings,
+    pub source: SeedSource,
+    pub prompt: Prompt<'p>,
+    pub preset: Option<(u64, [u8; 32], u64)>,
+    /// A claim's dispute run: CloseRun refuses it.
+    pub dispute: bool,
+}
+
+/// Checks the run account the runner created and starts the run in it: its own frame (one
+/// register in, the error code out, 0 for success), shared by StartRun and Challenge.
+#[inline(never)]
+pub(super) fn begin_run(b: &Begin) -> u64 {
+    error_code(begin(b))
+}
+
+#[inline(always)]
+fn begin(b: &Begin) -> ProgramResult {
+    let (program_id, run_info, model_info) = (b.program_id, b.run_info, b.model_info);
+    let (steps, settings, source, prompt) = (b.steps, b.settings, b.source, b.prompt);
+    writable(run_info)?;
     let (config, model_data) = sealed_model(model_info, program_id)?;
-    let zero = section_zero(program_id, model_info, model_data, zero_info)?;
+    let zero = section_zero(program_id, model_info, model_data, b.zero_info)?;
 
     owned(run_info, program_id)?;
-    let seed = run_seed_bytes(model_info.key(), nonce);
-    let expected = pubkey::create_with_seed(runner.key(), &seed, program_id)?;
+    let seed = run_seed_bytes(model_info.key(), b.nonce);
+    let expected = pubkey::create_with_seed(b.runner, &seed, program_id)?;
     if !same_address(run_info.key(), &expected) {
         return Err(CurtaError::RunAddressMismatch.into());
     }
@@ -93,9 +139,9 @@ fn start_run(
     let model = Model::new(meta, &[]).map_err(log_run_error)?;
     let state_len = curta_core::infer::state_len(&config);
     let start = RunStart {
-        nonce,
+        nonce: b.nonce,
         model: model_info.key(),
-        runner: runner.key(),
+        runner: b.runner,
         state_len: state_len as u32,
         text_capacity: TEXT_PER_STEP as u32 * steps,
         temperature: settings.temperature,
@@ -105,6 +151,12 @@ fn start_run(
         start_slot: current_slot()?,
     };
     let mut run = RunAccount::create(&mut data, &start);
+    if let Some((slot, hash, seed)) = b.preset {
+        run.preset_seed(slot, &hash, seed);
+    }
+    if b.dispute {
+        run.set_dispute();
+    }
     if let Prompt::Text(text) = prompt {
         // A long text's ids exist only once Steps end its encoding, where `Run::start` checks
         // them: what can be checked before is checked here (the settings; the steps against

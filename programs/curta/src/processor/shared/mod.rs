@@ -261,20 +261,29 @@ pub(crate) fn chain_in_place(running: &mut [u8; 32], chunk: &[u8]) {
 /// SHA-256 of `bytes`: the `sol_sha256` syscall on chain.
 #[inline(always)]
 pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
+    sha256_of(&[bytes])
+}
+
+/// SHA-256 of `parts` one after the other, none copied: the `sol_sha256` syscall on chain.
+#[inline(always)]
+pub(crate) fn sha256_of(parts: &[&[u8]]) -> [u8; 32] {
     #[cfg(target_os = "solana")]
     {
         let mut out = [0u8; 32];
-        // SAFETY: the syscall reads the one (pointer, length) pair and its bytes, then writes
+        // SAFETY: the syscall reads the (pointer, length) pairs and their bytes, then writes
         // 32 bytes at `out`.
         unsafe {
-            let slices: [&[u8]; 1] = [bytes];
-            pinocchio::syscalls::sol_sha256(slices.as_ptr() as *const u8, 1, out.as_mut_ptr());
+            pinocchio::syscalls::sol_sha256(
+                parts.as_ptr() as *const u8,
+                parts.len() as u64,
+                out.as_mut_ptr(),
+            );
         }
         out
     }
     #[cfg(not(target_os = "solana"))]
     {
-        curta_core::sha256(bytes)
+        curta_core::sha256(&parts.concat())
     }
 }
 
@@ -311,6 +320,8 @@ pub(crate) fn append_hex(line: &mut [u8; 192], at: usize, hash: &[u8; 32]) -> us
 
 /// The system program instructions the program invokes (the system program's bincode layout:
 /// a u32 tag, then the fields little-endian).
+pub(crate) mod claim;
+
 pub(crate) mod system {
     use super::*;
 
