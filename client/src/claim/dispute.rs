@@ -186,13 +186,16 @@ pub struct Resolution {
     pub steps_landed: u32,
     /// The dispute run's generated ids (what the claim is compared with).
     pub tokens: Vec<u32>,
-    /// Fees of the steps and of Resolve this call paid.
+    /// Transactions this call sent that landed (steps, failed ones included, and Resolve), and
+    /// their fees.
+    pub transactions: u64,
     pub fees: u64,
     /// Whether this call's Resolve decided it (false: someone else resolved it first).
     pub resolved_here: bool,
-    /// Lamports the challenger gained or lost over this call (fees paid, the run's rent and
-    /// the bonds received).
-    pub balance_change: i64,
+    /// What the dispute gained the challenger: the claimer's bond won (overturned) or its own
+    /// lost (upheld), less the fees of the steps and Resolve this call sent (the challenge's
+    /// fee not counted). The bond and the run's rent it posted came back.
+    pub gain: i64,
 }
 
 /// Steps the dispute run of the challenged claim at `claim` (the challenger's) to its end,
@@ -218,7 +221,7 @@ pub async fn finish_dispute<T: Transport>(
         )));
     }
     let run = header.dispute_run;
-    let RunFound::Run(run_header, _, _) = read_run(t, &run).await? else {
+    let RunFound::Run(run_header, rent, _) = read_run(t, &run).await? else {
         return Err(problem(format!("its dispute run {run} holds no run")));
     };
     let prompt =
@@ -239,7 +242,7 @@ pub async fn finish_dispute<T: Transport>(
     request.tx_version = options.tx_version;
     request.account_limit = options.account_limit;
     let stepped = run_on_chain(t, challenger, &header.model, &request, |_, _| {}).await?;
-    let (resolved_here, fee) = resolve(t, challenger, claim, &header, options).await?;
+    let (resolved_here, sent, fee) = resolve(t, challenger, claim, &header, options).await?;
     let (decided, _) = expect_claim(t, claim).await?;
     let outcome = match decided.state {
         ClaimState::Upheld => "upheld",
@@ -253,21 +256,22 @@ pub async fn finish_dispute<T: Transport>(
         steps_sent: stepped.steps_sent,
         steps_landed: stepped.steps_landed,
         tokens: stepped.tokens,
+        transactions: stepped.transactions + sent,
         fees: stepped.fees + fee,
         resolved_here,
-        balance_change: t.balance(&me).await? as i64 - before as i64,
+        gain: t.balance(&me).await? as i64 - before as i64 - rent as i64 - header.bond as i64,
     })
 }
 
 /// Sends Resolve; someone else's Resolve first (NotChallenged) is no failure. Returns whether
-/// this one decided the claim and its fee.
+/// this one decided the claim, and the transactions that landed and their fees.
 async fn resolve<T: Transport>(
     t: &T,
     payer: &Keypair,
     claim: &Pubkey,
     header: &ClaimHeader,
     options: &DisputeOptions,
-) -> Result<(bool, u64), ClaimError> {
+) -> Result<(bool, u64, u64), ClaimError> {
     let format = crate::send::format::choose(t, options.tx_version)
         .await?
         .format;
@@ -287,10 +291,12 @@ async fn resolve<T: Transport>(
         &header.challenger,
     );
     let failures = engine.send(vec![item], 1, false).await?;
-    let fee = engine.tally.fees;
+    let (sent, fee) = (engine.tally.landed(), engine.tally.fees);
     match failures.into_iter().next() {
-        None => Ok((true, fee)),
-        Some(f) if curta_error(&f.error) == Some(CurtaError::NotChallenged) => Ok((false, fee)),
+        None => Ok((true, sent, fee)),
+        Some(f) if curta_error(&f.error) == Some(CurtaError::NotChallenged) => {
+            Ok((false, sent, fee))
+        }
         Some(f) => Err(f.into_error("resolve").into()),
     }
 }

@@ -13,7 +13,7 @@ use curta_core::Artifact;
 use curta_interface::claim::{
     claim_address, claim_len, prompt_bytes, ClaimHeader, MAX_WINDOW, MIN_WINDOW,
 };
-use curta_interface::cost::{claim_bond, dispute_transactions};
+use curta_interface::cost::{claim_bond, dispute_transactions, MAX_PRIORITY_PRICE};
 use curta_interface::instruction::{ClaimTerms, OwnedPrompt};
 use curta_interface::run::SeedSource;
 use solana_pubkey::Pubkey;
@@ -34,6 +34,9 @@ pub struct Plan {
     /// The bond rule's minimum (`cost::claim_bond`) and the transactions it counts.
     pub minimum_bond: u64,
     pub dispute_transactions: u64,
+    /// Whether the bond was given (else the minimum: a claim found with another bond of its
+    /// own is resumed).
+    pub bond_given: bool,
 }
 
 fn input(field: &'static str, problem: String) -> ClaimError {
@@ -157,7 +160,16 @@ pub async fn plan<T: Transport>(
     let (prompt_tokens, steps) = check_prompt(artifact, request)?;
     let config = artifact.config();
     let prompt = owned_prompt(&request.prompt);
-    let minimum_bond = claim_bond(&config, &prompt.as_wire(), steps, request.priority_price);
+    let minimum_bond = claim_bond(&config, &prompt.as_wire(), steps, request.priority_price)
+        .ok_or_else(|| {
+            input(
+                "--priority-price",
+                format!(
+                    "{} micro-lamports per compute unit is above the most a claim may record, {MAX_PRIORITY_PRICE}",
+                    request.priority_price
+                ),
+            )
+        })?;
     let bond = request.bond.unwrap_or(minimum_bond);
     let dispute = dispute_transactions(&config, &prompt.as_wire(), steps);
     if bond < minimum_bond {
@@ -195,6 +207,7 @@ pub async fn plan<T: Transport>(
         rent: t.rent_minimum(len).await?,
         minimum_bond,
         dispute_transactions: dispute,
+        bond_given: request.bond.is_some(),
     })
 }
 
@@ -257,7 +270,7 @@ pub fn same_terms(
     );
     check("--window", h.window == t.window);
     check("--priority-price", h.priority_price == t.priority_price);
-    check("--bond", h.bond == t.bond);
+    check("--bond", h.bond == t.bond || !plan.bond_given);
     match differ.is_empty() {
         true => Ok(()),
         false => Err(differ.join(", ")),

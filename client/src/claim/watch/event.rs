@@ -154,7 +154,7 @@ impl fmt::Display for WatchEvent {
             ),
             WatchEvent::Resolved(r) => write!(
                 f,
-                "claim {} {}: dispute run {} ended after {} steps ({} sent by the watcher, fees {}){}; the watcher's balance changed by {} lamports",
+                "claim {} {}: dispute run {} ended after {} steps ({} sent by the watcher, fees {}){}; the run's rent and the bond came back, gain {} lamports",
                 r.claim,
                 r.outcome.to_uppercase(),
                 r.run,
@@ -165,7 +165,7 @@ impl fmt::Display for WatchEvent {
                     true => "",
                     false => ", resolved by someone else",
                 },
-                r.balance_change
+                r.gain
             ),
             WatchEvent::DisputeFailed { claim, error } => {
                 write!(f, "claim {claim}: the dispute stopped: {error}")
