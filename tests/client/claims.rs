@@ -596,3 +596,84 @@ async fn bad_claim_input_is_refused_naming_the_option_and_nothing_is_spent() {
         .unwrap_err();
     assert!(err.to_string().contains("whose --steps differ"), "{err}");
 }
+
+/// An honest claim challenged anyway: the dispute run agrees with it, so it is upheld, the
+/// challenger's bond goes to the claimer and the run's rent back to the challenger; a second
+/// challenger, too late, is refused by the program (NotAnswered) and pays one fee only. The
+/// claimer's `client claim`, run again, finds the claim upheld, and closing it returns its
+/// rent and bond.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_honest_claim_challenged_anyway_is_upheld_and_the_challenger_pays() {
+    use curta_client::claim::dispute::ChallengeRefused;
+    use curta_client::claim::{challenge, finish_dispute, DisputeOptions};
+    let (bank, model, artifact, claimer, watcher) = setup().await;
+    let (me, them) = (claimer.pubkey(), watcher.pubkey());
+    let fee = fee_per_transaction(&bank, &me).await;
+    let mut honest = request(Prompt::Tokens(vec![1, 306]), 8, SAMPLED, SeedSource::Chosen);
+    honest.wait = false;
+    let report = claim(&bank, &claimer, &model, &honest, |_| {})
+        .await
+        .unwrap();
+    let address: Pubkey = report.claim.parse().unwrap();
+    let (header, held) = read_claim_header(&bank, &address).await;
+    let config = curta_core::decode(&artifact).unwrap().config();
+    let options = DisputeOptions {
+        tx_version: TxVersion::Legacy,
+        ..DisputeOptions::default()
+    };
+    let watcher_before = bank.balance(&them).await.unwrap();
+    let challenged = challenge(&bank, &watcher, &address, &header, &config, &options)
+        .await
+        .unwrap();
+    assert_eq!(challenged.bond, header.bond);
+    // Too late: the claim is challenged already.
+    let late = bank.mint();
+    let late_before = bank.balance(&late.pubkey()).await.unwrap();
+    let err = challenge(&bank, &late, &address, &header, &config, &options)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ChallengeRefused::Program(e) if e.contains("NotAnswered")),
+        "{err}"
+    );
+    assert_eq!(
+        bank.balance(&late.pubkey()).await.unwrap(),
+        late_before - fee
+    );
+
+    let resolution = finish_dispute(&bank, &watcher, &address, &options)
+        .await
+        .unwrap();
+    assert_eq!(resolution.outcome, "upheld");
+    assert_eq!(resolution.tokens, report.tokens);
+    assert_eq!(
+        resolution.gain,
+        -(header.bond as i64) - resolution.fees as i64
+    );
+    let run: Pubkey = challenged.run.parse().unwrap();
+    assert!(bank.get_accounts(&[run]).await.unwrap()[0].is_none());
+    assert_eq!(
+        watcher_before - bank.balance(&them).await.unwrap(),
+        header.bond + fee * (1 + resolution.transactions)
+    );
+
+    // The claimer's command again: upheld, settled; the claim still holds its rent and bond,
+    // and the challenger's bond is the claimer's.
+    let mut again = honest.clone();
+    again.nonce = Some(header.nonce);
+    again.wait = true;
+    let resumed = claim(&bank, &claimer, &model, &again, |_| {})
+        .await
+        .unwrap();
+    assert!(resumed.resumed);
+    assert_eq!((resumed.state, resumed.settled), ("upheld", true));
+    assert_eq!(resumed.transactions, 0);
+    let closed = close_claim(&bank, &claimer, &address, None, TxVersion::Legacy)
+        .await
+        .unwrap();
+    assert_eq!((closed.returned, closed.state), (held, "upheld"));
+    assert_eq!(
+        bank.balance(&me).await.unwrap(),
+        report.balance_before - 3 * fee + header.bond
+    );
+}
