@@ -489,3 +489,62 @@ async fn cli_claim_over_rpc_answers_what_run_of_the_file_prints() {
     assert_eq!(resumed["tokens"], off["tokens"]);
     assert_eq!(banks.get_balance(claimer.pubkey()).await.unwrap(), after);
 }
+
+/// `client watch --output json` stops cleanly on Ctrl-C (SIGINT): its first line is the
+/// `started` event, its last the `stopped` summary, and it exits with status 0. This node has
+/// no getProgramAccounts, so each poll in between is reported as `trouble` and tried again
+/// (a node that fails is no reason to stop watching).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_watch_stops_cleanly_on_ctrl_c() {
+    use std::io::BufRead;
+    let watcher = Keypair::new();
+    let shim = RpcShim::start(&[(watcher.pubkey(), SOL)]).await;
+    let url = shim.url();
+    let dir = tempfile::tempdir().unwrap();
+    let keypair = dir.path().join("watcher.json");
+    std::fs::write(
+        &keypair,
+        serde_json::to_string(&watcher.to_bytes().to_vec()).unwrap(),
+    )
+    .unwrap();
+    let model = Pubkey::new_unique().to_string();
+    let keypair = keypair.display().to_string();
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_client"))
+            .args(["watch", "--model", &model, "--challenge", "--poll-ms", "50"])
+            .args(["--url", &url, "--keypair", &keypair, "--output", "json"])
+            .env("RUST_LOG", "error")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut lines = Vec::new();
+        let mut line = String::new();
+        while lines.len() < 2 && stdout.read_line(&mut line).unwrap() > 0 {
+            lines.push(std::mem::take(&mut line));
+        }
+        let pid = child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success());
+        lines.extend(stdout.lines().map(Result::unwrap));
+        assert!(child.wait().unwrap().success(), "{lines:?}");
+        lines
+    })
+    .await
+    .unwrap();
+    let events: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events[0]["event"], "started", "{lines:?}");
+    assert_eq!(events[0]["watcher"], watcher.pubkey().to_string());
+    assert_eq!(events[0]["challenge"], true);
+    assert_eq!(events[1]["event"], "trouble", "{lines:?}");
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "stopped", "{lines:?}");
+    assert_eq!(last["verified"], 0);
+    assert_eq!(last["disputes_left"], serde_json::json!([]));
+}

@@ -335,12 +335,6 @@ pub fn watch(args: WatchArgs, global: GlobalArgs) -> Result<()> {
     let runtime = runtime()?;
     let t = rpc(&global, &runtime)?;
     let output = global.output;
-    let stop = async {
-        // Without a handler (no terminal), the watcher runs until killed.
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await
-        }
-    };
     let on_event = |event: &WatchEvent| {
         let line = match output {
             Output::Text => event.to_string(),
@@ -352,6 +346,34 @@ pub fn watch(args: WatchArgs, global: GlobalArgs) -> Result<()> {
             Err(_) => ControlFlow::Break(()),
         }
     };
-    runtime.block_on(crate::claim::watch(&t, &keypair, &options, on_event, stop))?;
-    Ok(())
+    runtime.block_on(async {
+        let stop = stop_signal()?;
+        crate::claim::watch(&t, &keypair, &options, on_event, stop).await?;
+        Ok(())
+    })
+}
+
+/// Completes on Ctrl-C (SIGINT) or SIGTERM. The handlers are installed here, before the
+/// watcher starts, so that a signal never finds the default action (killing the process
+/// mid-poll) in place.
+#[cfg(unix)]
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await
+        }
+    })
 }
