@@ -67,6 +67,7 @@ pub fn least_bond(artifact: &[u8], t: &ClaimTerms, prompt: &OwnedPrompt) -> u64 
         &config_of(artifact),
         &prompt.as_wire(),
         t.steps,
+        t.settings.temperature,
         t.priority_price,
     )
     .unwrap()
@@ -179,8 +180,20 @@ pub fn challenge_instructions(
     challenger: &Pubkey,
     nonce: u32,
 ) -> (Pubkey, Vec<Instruction>) {
+    challenge_instructions_of(p, &config_of(artifact), claim, challenger, nonce, STEPS)
+}
+
+/// [`challenge_instructions`] of a claim of `steps` tokens.
+pub fn challenge_instructions_of(
+    p: &Published,
+    config: &curta_core::Config,
+    claim: &Pubkey,
+    challenger: &Pubkey,
+    nonce: u32,
+    steps: u32,
+) -> (Pubkey, Vec<Instruction>) {
     let run = run_address(&PROGRAM, challenger, &p.model, nonce);
-    let len = run_len(&config_of(artifact), STEPS) as usize;
+    let len = run_len(config, steps) as usize;
     let create = system_instruction::create_account_with_seed(
         challenger,
         &run,
@@ -475,4 +488,128 @@ async fn a_greedy_text_claim_is_upheld_by_its_dispute_run() {
         read_claim(&mut bank, &claim).await.state,
         ClaimState::Upheld
     );
+}
+
+/// The bond's count of a dispute's steps (`cost::run_transactions_bound`,
+/// `encode_transactions_bound`) is at or above the steps the run takes, as curta-core cuts them
+/// at the full budget off chain, and within a few percent of it on the stories15M shape: the
+/// bond covers a full re-run without asking several times its cost.
+#[test]
+fn the_bond_counts_at_least_the_dispute_runs_steps() {
+    use curta_interface::cost::{encode_transactions_bound, run_transactions_bound};
+    let s15 = curta_tests::Layout::Stories15M.artifact();
+    let cases: [(&[u8], u32, Settings); 3] = [
+        (&curta_tests::stories260k_artifact(), 64, SAMPLED),
+        (&curta_tests::stories260k_artifact(), 32, Settings::greedy()),
+        (&s15, 4, SAMPLED),
+    ];
+    for (artifact, steps, settings) in cases {
+        let config = config_of(artifact);
+        let actual = offline(artifact, &PROMPT, steps, settings, MAX_STEP_BUDGET)
+            .steps
+            .len() as u64;
+        let bound =
+            run_transactions_bound(&config, PROMPT.len() as u32, steps, settings.temperature);
+        println!(
+            "dim {} steps {steps}: {actual} step transactions, bound {bound}",
+            config.dim
+        );
+        assert!(actual <= bound, "{actual} > {bound}");
+        if config.dim == 288 {
+            assert!(
+                bound * 100 <= actual * 110,
+                "{bound} over {actual} by more than 10%"
+            );
+        }
+    }
+    // A text's encoding: 733 bytes of English on llama2.c's tokenizer.
+    let artifact = curta_tests::tokenizer_bin_artifact();
+    let text = &curta_tests::STORY[..733];
+    let encoding = crate::runs::offline_encoding(&artifact, text, MAX_STEP_BUDGET).len() as u64 - 1;
+    let bound = encode_transactions_bound(733, config_of(&artifact).vocab_size);
+    println!("733-byte text: {encoding} encoding steps after StartRun, bound {bound}");
+    assert!(encoding <= bound, "{encoding} > {bound}");
+}
+
+/// The compute units of each claim instruction in the VM (scripts/bench-cu prints them with
+/// --nocapture): an honest claim costs its claimer three transactions whatever its length
+/// (OpenClaim with the account's creation, AnswerClaim, CloseClaim), here a drawn claim of 256
+/// tokens of the stories15M shape, beside the same run's step transactions.
+#[tokio::test]
+async fn compute_units_of_claims() {
+    use curta_interface::cost::run_transactions_bound;
+    let artifact = curta_tests::Layout::Stories15M.artifact();
+    let config = config_of(&artifact);
+    let mut bank = Bank::start().await;
+    let p = sealed(&mut bank, &artifact).await;
+    let claimer = funded_key(&mut bank).await;
+    let challenger = funded_key(&mut bank).await;
+    // Token 1 and 256 tokens: the context, full.
+    let prompt = OwnedPrompt::Tokens(vec![1]);
+    let mut t = terms(0, SAMPLED, SeedSource::Drawn, 0);
+    t.steps = 256;
+    t.bond = least_bond(&artifact, &t, &prompt);
+    let (claim, open) = open_instructions(&p, &claimer.pubkey(), &t, &prompt, t.bond);
+    let mut table = vec![];
+    let mut metered = |name: &str, result: Result<(), _>, logs: Vec<String>, units: u64| {
+        result.unwrap_or_else(|e| panic!("{name}: {e:?}\n{}", logs.join("\n")));
+        table.push((name.to_string(), units));
+        units
+    };
+    let (r, logs, units) = bank.send_metered(&open, &[&claimer]).await;
+    let open_units = metered("OpenClaim (stories15M shape, 256 tokens)", r, logs, units);
+    next_slot(&mut bank).await;
+    let answer = ix::answer_claim(&PROGRAM, &claim, &claimer.pubkey(), 256, &[1; 32]);
+    let (r, logs, units) = bank.send_metered(&[answer], &[&claimer]).await;
+    let answer_units = metered("AnswerClaim (drawn)", r, logs, units);
+    let (run, challenge) =
+        challenge_instructions_of(&p, &config, &claim, &challenger.pubkey(), 0, 256);
+    let (r, logs, units) = bank.send_metered(&challenge, &[&challenger]).await;
+    let challenge_units = metered("Challenge (and the run's creation)", r, logs, units);
+    assert!(read_run(&mut bank, &run).await.dispute);
+    let header = read_claim(&mut bank, &claim).await;
+    assert_eq!(header.state, ClaimState::Challenged);
+
+    // Resolve and CloseClaim on stories260K (a dispute of 256 tokens of the stories15M shape
+    // is about 12,000 steps).
+    let (mut small, small_artifact, sp, claimer, challenger) = setup().await;
+    let (claim, _) = answered(&mut small, &small_artifact, &sp, &claimer, 0, |ids, _| {
+        ids[0] ^= 1
+    })
+    .await;
+    let (run, challenge) =
+        challenge_instructions(&sp, &small_artifact, &claim, &challenger.pubkey(), 0);
+    small.send(&challenge, &[&challenger]).await.unwrap();
+    step_to_end(&mut small, &sp, &run).await;
+    let resolve = ix::resolve(
+        &PROGRAM,
+        &claim,
+        &run,
+        &claimer.pubkey(),
+        &challenger.pubkey(),
+    );
+    let (r, logs, units) = small.send_metered(&[resolve], &[]).await;
+    let resolve_units = metered("Resolve (stories260K, 6 tokens)", r, logs, units);
+    let close = ix::close_claim(&PROGRAM, &claim, &claimer.pubkey());
+    let (r, logs, units) = small.send_metered(&[close], &[&claimer]).await;
+    let close_units = metered("CloseClaim", r, logs, units);
+
+    let steps = run_transactions_bound(&config, 1, 256, SAMPLED.temperature);
+    println!("| Instruction | CU |\n|---|---:|");
+    for (name, units) in &table {
+        println!("| {name} | {units} |");
+    }
+    println!(
+        "a claim of 256 tokens (stories15M shape): 3 transactions for the claimer; its dispute at most {steps} step transactions; bond {} lamports at 1,000 micro-lamports a unit",
+        t.bond
+    );
+    // Bounds: the measures plus a little (13,049, 1,592, 21,311, 2,498 and 415 units when
+    // written), so that a regression fails here.
+    assert!(open_units < 16_000, "OpenClaim: {open_units}");
+    assert!(answer_units < 3_000, "AnswerClaim: {answer_units}");
+    assert!(challenge_units < 30_000, "Challenge: {challenge_units}");
+    assert!(resolve_units < 5_000, "Resolve: {resolve_units}");
+    assert!(close_units < 1_000, "CloseClaim: {close_units}");
+    // The claimer's three transactions against the dispute's steps: under 1/1000 in fees.
+    assert!(3 * 1000 < steps, "{steps} steps");
 }

@@ -127,29 +127,46 @@ pub const BASE_FEE: u64 = 5_000;
 pub const DISPUTE_EXTRA_TRANSACTIONS: u64 = 2;
 
 /// An upper bound of the Step transactions a run of `prompt_tokens` prompt ids and `steps`
-/// tokens of a model of configuration `c` takes at the full budget
-/// ([`crate::run::MAX_STEP_BUDGET`]): per position, its items' estimated units over what a step
-/// is sure to carry (the budget less the position's largest item: a step stops only when the
-/// next item would not fit), plus one (a step also stops at a generated token). Only attention
-/// grows with the position, so the sum over positions is an arithmetic series.
-pub fn run_transactions_bound(c: &Config, prompt_tokens: u32, steps: u32) -> u64 {
-    let positions = prompt_tokens as u64 + steps as u64;
-    let last = (positions.max(1) - 1).min(u32::MAX as u64) as u32;
-    let (mut first, mut second, mut largest) = (0u64, 0u64, 0u64);
+/// tokens of a model of configuration `c` at `temperature` takes at the full budget
+/// ([`crate::run::MAX_STEP_BUDGET`]). The prompt's positions but its last do the layers'
+/// stages only; each generated token's position does every stage (sampling's past Max with a
+/// temperature). A step stops only when its next item would not fit, or at a generated token:
+/// so every step carries more than the budget less the largest item, but the last before each
+/// token and the run's last. Only attention grows with the position, linearly, so the units
+/// are sums of arithmetic series.
+pub fn run_transactions_bound(c: &Config, prompt_tokens: u32, steps: u32, temperature: u32) -> u64 {
+    let layer_codes = 1 + c.layers * 10;
+    let (forced, generated) = (prompt_tokens.max(1) as u64 - 1, steps as u64);
+    let positions = forced + generated;
+    let last = positions.saturating_sub(1).min(u32::MAX as u64) as u32;
+    // Units at position 0 and their growth a position: the layers', and the end's (the
+    // final normalization, the classifier and sampling) of a generated token.
+    let (mut layers0, mut layers1, mut end, mut largest) = (0u64, 0u64, 0u64, 0u64);
     let mut code = 0;
     while let Some(stage) = Stage::of(code, c.layers) {
         let items = stage.items(c) as u64;
-        first += items * step_cost(stage, c, 0, 1);
-        second += items * step_cost(stage, c, 1, 1);
-        largest = largest.max(step_cost(stage, c, last, 1));
+        let sampled_only = matches!(stage, Stage::Weigh | Stage::Cut | Stage::Draw);
+        if !(sampled_only && temperature == 0) {
+            let at0 = items * step_cost(stage, c, 0, temperature);
+            match code < layer_codes {
+                true => {
+                    layers0 += at0;
+                    layers1 += items * step_cost(stage, c, 1, temperature);
+                }
+                false => end += at0,
+            }
+            largest = largest.max(step_cost(stage, c, last, temperature));
+        }
         code += 1;
     }
-    let slope = second - first;
-    let units = positions * first + slope * (positions * positions.saturating_sub(1) / 2);
+    let slope = layers1 - layers0;
+    // Σ pos over the positions, and the end's units over the generated ones.
+    let position_sum = positions * positions.saturating_sub(1) / 2;
+    let units = positions * layers0 + slope * position_sum + generated * end;
     let sure = (crate::run::MAX_STEP_BUDGET as u64)
         .saturating_sub(largest)
         .max(1);
-    units.div_ceil(sure) + positions
+    units.div_ceil(sure) + generated + 1
 }
 
 /// An upper bound of the Step transactions that finish encoding a text of `text_len` bytes for
@@ -178,14 +195,19 @@ pub fn prompt_tokens_bound(prompt: &crate::instruction::Prompt) -> u32 {
 
 /// The transactions a claim's dispute takes at most: its steps (and a text prompt's encoding)
 /// and [`DISPUTE_EXTRA_TRANSACTIONS`].
-pub fn dispute_transactions(c: &Config, prompt: &crate::instruction::Prompt, steps: u32) -> u64 {
+pub fn dispute_transactions(
+    c: &Config,
+    prompt: &crate::instruction::Prompt,
+    steps: u32,
+    temperature: u32,
+) -> u64 {
     let encoding = match prompt {
         crate::instruction::Prompt::Text(text) => {
             encode_transactions_bound(text.len() as u32, c.vocab_size)
         }
         crate::instruction::Prompt::Tokens(_) => 0,
     };
-    run_transactions_bound(c, prompt_tokens_bound(prompt), steps)
+    run_transactions_bound(c, prompt_tokens_bound(prompt), steps, temperature)
         + encoding
         + DISPUTE_EXTRA_TRANSACTIONS
 }
@@ -204,11 +226,12 @@ pub fn claim_bond(
     c: &Config,
     prompt: &crate::instruction::Prompt,
     steps: u32,
+    temperature: u32,
     priority_price: u64,
 ) -> Option<u64> {
     if priority_price > MAX_PRIORITY_PRICE {
         return None;
     }
     let priority = (priority_price * STEP_UNITS).div_ceil(1_000_000);
-    Some(dispute_transactions(c, prompt, steps) * (BASE_FEE + priority))
+    Some(dispute_transactions(c, prompt, steps, temperature) * (BASE_FEE + priority))
 }

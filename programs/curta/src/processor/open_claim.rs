@@ -132,7 +132,13 @@ fn open_claim(
     if t.priority_price > MAX_PRIORITY_PRICE {
         return Err(CurtaError::InvalidPriorityPrice.into());
     }
-    let least = least_bond(&config, &prompt, t.steps, t.priority_price);
+    let least = least_bond(
+        &config,
+        &prompt,
+        t.steps,
+        t.settings.temperature,
+        t.priority_price,
+    );
     let rent = minimum_balance(data.len())?;
     if t.bond < least || claim_info.lamports() < rent.saturating_add(t.bond) {
         pinocchio::log::sol_log_64(least, t.bond, rent, claim_info.lamports(), 0);
@@ -174,6 +180,12 @@ fn open_claim(
 
 /// [`claim_bond`] in a frame of its own (one copy of the cost model's loop in the binary).
 #[inline(never)]
-fn least_bond(config: &curta_core::Config, prompt: &Prompt, steps: u32, price: u64) -> u64 {
-    claim_bond(config, prompt, steps, price).unwrap_or(u64::MAX)
+fn least_bond(
+    config: &curta_core::Config,
+    prompt: &Prompt,
+    steps: u32,
+    temperature: u32,
+    price: u64,
+) -> u64 {
+    claim_bond(config, prompt, steps, temperature, price).unwrap_or(u64::MAX)
 }
