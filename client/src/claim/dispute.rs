@@ -140,7 +140,8 @@ pub async fn challenge<T: Transport>(
         ))
         .await
         .map_err(ClaimError::from)?;
-    let fees = fee + step_fee * dispute_transactions(config, &prompt, header.steps);
+    let fees =
+        fee + step_fee * dispute_transactions(config, &prompt, header.steps, header.temperature);
     let balance = t.balance(&me).await.map_err(ClaimError::from)?;
     let reserve = t.rent_minimum(0).await.map_err(ClaimError::from)?;
     let needed = header.bond + rent + fees + reserve;

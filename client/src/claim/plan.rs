@@ -160,7 +160,13 @@ pub async fn plan<T: Transport>(
     let (prompt_tokens, steps) = check_prompt(artifact, request)?;
     let config = artifact.config();
     let prompt = owned_prompt(&request.prompt);
-    let minimum_bond = claim_bond(&config, &prompt.as_wire(), steps, request.priority_price)
+    let minimum_bond = claim_bond(
+        &config,
+        &prompt.as_wire(),
+        steps,
+        request.settings.temperature,
+        request.priority_price,
+    )
         .ok_or_else(|| {
             input(
                 "--priority-price",
@@ -171,7 +177,12 @@ pub async fn plan<T: Transport>(
             )
         })?;
     let bond = request.bond.unwrap_or(minimum_bond);
-    let dispute = dispute_transactions(&config, &prompt.as_wire(), steps);
+    let dispute = dispute_transactions(
+        &config,
+        &prompt.as_wire(),
+        steps,
+        request.settings.temperature,
+    );
     if bond < minimum_bond {
         return Err(input(
             "--bond",
