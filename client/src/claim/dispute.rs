@@ -182,7 +182,8 @@ pub struct Resolution {
     pub run: String,
     /// "upheld" or "overturned".
     pub outcome: &'static str,
-    /// Steps the challenger sent that advanced the run, and the run's steps in all.
+    /// Steps the challenger sent that advanced the run, and the run's steps in all (0 when
+    /// someone else's Resolve closed the run first: then the steps' figures are not known).
     pub steps_sent: u32,
     pub steps_landed: u32,
     /// The dispute run's generated ids (what the claim is compared with).
@@ -242,8 +243,28 @@ pub async fn finish_dispute<T: Transport>(
     request.compute_unit_price = options.compute_unit_price;
     request.tx_version = options.tx_version;
     request.account_limit = options.account_limit;
-    let stepped = run_on_chain(t, challenger, &header.model, &request, |_, _| {}).await?;
-    let (resolved_here, sent, fee) = resolve(t, challenger, claim, &header, options).await?;
+    let stepped = match run_on_chain(t, challenger, &header.model, &request, |_, _| {}).await {
+        Ok(stepped) => Some(stepped),
+        // Someone's Resolve may have closed the run under the steps: then it is decided.
+        Err(error) => match expect_claim(t, claim).await?.0.state {
+            ClaimState::Upheld | ClaimState::Overturned => None,
+            _ => return Err(error.into()),
+        },
+    };
+    let (resolved_here, sent, fee) = match stepped {
+        Some(_) => resolve(t, challenger, claim, &header, options).await?,
+        None => (false, 0, 0),
+    };
+    let (steps_sent, steps_landed, tokens, stepped_transactions, stepped_fees) = match stepped {
+        Some(s) => (
+            s.steps_sent,
+            s.steps_landed,
+            s.tokens,
+            s.transactions,
+            s.fees,
+        ),
+        None => (0, 0, Vec::new(), 0, 0),
+    };
     let (decided, _) = expect_claim(t, claim).await?;
     let outcome = match decided.state {
         ClaimState::Upheld => "upheld",
@@ -254,11 +275,11 @@ pub async fn finish_dispute<T: Transport>(
         claim: claim.to_string(),
         run: run.to_string(),
         outcome,
-        steps_sent: stepped.steps_sent,
-        steps_landed: stepped.steps_landed,
-        tokens: stepped.tokens,
-        transactions: stepped.transactions + sent,
-        fees: stepped.fees + fee,
+        steps_sent,
+        steps_landed,
+        tokens,
+        transactions: stepped_transactions + sent,
+        fees: stepped_fees + fee,
         resolved_here,
         gain: t.balance(&me).await? as i64 - before as i64 - rent as i64 - header.bond as i64,
     })
