@@ -43,3 +43,53 @@ export { SYSTEM_PROGRAM_ID, computeUnitLimitInstruction, createAccountWithSeedIn
 export type { RunRpc, SendOptions } from './send.js'
 export { startRun, stepRun, closeRun, watchRun } from './runs.js'
 export type { RunUpdate, StartRunOptions, StepRunOptions } from './runs.js'
+export {
+  CLAIM_FIELD,
+  CLAIM_HEADER_LEN,
+  CLAIM_STATES,
+  CLAIM_VERSION,
+  MAX_WINDOW,
+  MIN_WINDOW,
+  claimAccountLength,
+  claimAddress,
+  claimDrawnSeed,
+  claimSeed,
+  claimSeedInForce,
+  claimSettled,
+  decodeClaim,
+  promptWireBytes,
+  readPromptWire,
+} from './claim-account.js'
+export type { ClaimAccount, ClaimStateName } from './claim-account.js'
+export {
+  BASE_FEE,
+  DISPUTE_EXTRA_TRANSACTIONS,
+  STEP_UNITS,
+  claimBond,
+  disputeTransactions,
+  encodeTransactionsBound,
+  promptTokensBound,
+  runTransactionsBound,
+  stageItems,
+  stageOf,
+  stepCost,
+} from './claim-cost.js'
+export type { StageName } from './claim-cost.js'
+export {
+  SLOT_HASHES_ID,
+  answerClaim,
+  challengeClaim,
+  closeClaim,
+  fetchClaim,
+  listClaims,
+  openClaim,
+  resolveClaim,
+  slotHash,
+  verifyClaim,
+  watchClaims,
+} from './claims.js'
+export type { ClaimEngine, ClaimEvent, ClaimVerification, ClaimsRpc, OpenClaimOptions } from './claims.js'
+export { answerHash, claimAnswer } from './claim-answer.js'
+export type { ClaimAnswer, ClaimTerms } from './claim-answer.js'
+export { claimTrust } from './claim-trust.js'
+export type { ClaimRule, ClaimTrust } from './claim-trust.js'

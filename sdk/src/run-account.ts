@@ -78,7 +78,7 @@ const STATUSES: Record<number, RunStatus> = { 0: 'running', 1: 'ended', 2: 'done
  * A run account: the generated `Run` header's fields (their docs are the IDL's) but the magic, the
  * reserved bytes and the body, with the seed source by name, then what the body holds.
  */
-export type RunAccount = Omit<Run, 'magic' | 'reserved10' | 'reserved172' | 'body' | 'seedSource' | 'slotHash' | 'encoding'> & {
+export type RunAccount = Omit<Run, 'magic' | 'reserved11' | 'reserved172' | 'body' | 'seedSource' | 'slotHash' | 'encoding'> & {
   seedSource: SeedSourceName
   slotHash: Uint8Array
   /**
@@ -128,7 +128,7 @@ export function decodeRunAccount(data: Uint8Array, address?: string): RunAccount
     throw bad('data length', `${RUN_HEADER_LEN} + state length ${h.stateLength} + text capacity ${h.textCapacity}`, `${data.length} bytes`)
   if (h.textLength > h.textCapacity) throw bad('text length (byte 84)', `at most the capacity ${h.textCapacity}`, `${h.textLength}`)
   if (h.stateLength < STATE_HEADER_LEN) throw bad('state length (byte 92)', `at least ${STATE_HEADER_LEN}`, `${h.stateLength}`)
-  const { magic: _m, reserved10: _r10, reserved172: _r172, body: _b, ...fields } = h
+  const { magic: _m, reserved11: _r11, reserved172: _r172, body: _b, ...fields } = h
   const header = { ...fields, seedSource, slotHash: Uint8Array.from(h.slotHash), encoding: h.encoding === 1 }
   const textAt = RUN_HEADER_LEN + h.stateLength
   const text = data.slice(textAt, textAt + h.textLength)

@@ -253,9 +253,12 @@ export class Runner {
     return code
   }
 
-  /** curta-core's `encode` (as `client run --prompt`): token 1, then the text's tokens. */
-  encode(text: string): number[] {
-    const utf8 = new TextEncoder().encode(text)
+  /**
+   * curta-core's `encode` (as `client run --prompt`, and as a run on chain tokenizes a text
+   * prompt): token 1, then the text's tokens. The text as a string or as its bytes.
+   */
+  encode(text: string | Uint8Array): number[] {
+    const utf8 = typeof text === 'string' ? new TextEncoder().encode(text) : text
     const ids = utf8.length + 2
     const at = this.room(4 * ids + utf8.length)
     this.bytes(at + 4 * ids, utf8.length).set(utf8)

@@ -25,6 +25,12 @@ import {
   decodeRunAccount,
   decodeWeightHeader,
   drawnSeed,
+  decodeClaim,
+  getAnswerClaimInstruction,
+  getChallengeInstruction,
+  getCloseClaimInstruction,
+  getOpenClaimInstruction,
+  getResolveInstruction,
   getCloseInstruction,
   getCloseRunInstruction,
   getCreateModelInstruction,
@@ -384,6 +390,7 @@ test('decodeRunAccount reads an IDL-written run account: header, status, positio
   const slotHash = Uint8Array.from({ length: 32 }, (_, i) => 200 - i)
   const values = {
     seedSource: 'drawn',
+    dispute: false,
     nonce: 0x2a,
     model,
     runner,
@@ -418,6 +425,9 @@ test('decodeRunAccount reads an IDL-written run account: header, status, positio
   assert.equal(new TextDecoder().decode(r.text), ' Once upon')
   assert.equal(r.finished, true)
   assert.equal(r.encoding, false)
+  assert.equal(r.dispute, false)
+  // A claim's dispute run (header byte 10): CloseRun refuses it, Resolve closes it.
+  assert.equal(decodeRunAccount(idlAccount('run', { ...values, dispute: true })).dispute, true)
 
   // A run still tokenizing its text prompt (header byte 168 is 1): its state buffer holds the
   // encoding, not a state; it reads as running at position 0 with no tokens, unfinished.
@@ -525,7 +535,7 @@ test("Codama's own codecs (@codama/dynamic-codecs) read the IDL: every builder's
   const body = new Uint8Array(stateLen + 128)
   body.set(stateBuffer(config, stateLen, { prompt: [1], generated: [4], status: 1, position: 1, steps: 1 }))
   const data = idlAccount('run', {
-    seedSource: 'chosen', nonce: 9, model, runner, stepsLanded: 3, textLength: 0, textCapacity: 128, stateLength: stateLen,
+    seedSource: 'chosen', dispute: false, nonce: 9, model, runner, stepsLanded: 3, textLength: 0, textCapacity: 128, stateLength: stateLen,
     temperature: 1, topP: 2, runnerSeed: 77n, startSlot: 5n, seedSlot: 0n, seedInForce: 77n, slotHash: new Uint8Array(32), encoding: 0, body,
   })
   const decoded = codec(named(program.accounts, 'run')).decode(data) as Record<string, unknown>
@@ -536,4 +546,42 @@ test("Codama's own codecs (@codama/dynamic-codecs) read the IDL: every builder's
   assert.equal(decoded.encoding, 0)
   assert.equal(ours.encoding, false)
   for (const field of ['runnerSeed', 'startSlot', 'seedSlot', 'seedInForce'] as const) assert.equal(BigInt(decoded[field] as bigint), ours[field], field)
+})
+
+test("claims: Codama's codecs encode the claim instructions to the builders' bytes, and decodeClaim reads an IDL-written claim account", () => {
+  const codec = (node: Node) => getNodeCodec([idl, program, node] as unknown as Parameters<typeof getNodeCodec>[0])
+  const instruction = (name: string) => named(program.instructions, name)
+  const b16 = (b: Uint8Array) => ['base16', Buffer.from(b).toString('hex')]
+  const encode = (name: string, values: Record<string, unknown>) =>
+    [...codec(instruction(name)).encode({ discriminator: instruction(name).arguments[0].defaultValue.number, ...values })]
+  const hash = Uint8Array.from({ length: 32 }, (_, i) => 200 - i)
+  const terms = { nonce: 3, steps: 64, temperature: 52_429, topP: 58_982, seed: 0xffee_ddcc_bbaa_9988n, window: 150, priorityPrice: 10_000n, bond: 985_000n }
+  const cases: [string, Record<string, unknown>, Instruction][] = [
+    [
+      'openClaim',
+      { ...terms, seedSource: 1, prompt: { __kind: 'TokenIds', fields: [[1, 400]] } },
+      getOpenClaimInstruction({ claim: run, claimer: signer(runner), model, ...terms, seedSource: seedSourceCode('drawn'), prompt: promptArgs({ tokenIds: [1, 400] }) }),
+    ],
+    ['answerClaim', { tokenCount: 33, answerHash: b16(hash) }, getAnswerClaimInstruction({ claim: run, claimer: signer(runner), tokenCount: 33, answerHash: hash })],
+    ['challenge', { nonce: 9 }, getChallengeInstruction({ claim: run, challenger: signer(runner), run: destination, model, sectionZero: weight, nonce: 9 })],
+    ['resolve', {}, getResolveInstruction({ claim: run, run: destination, claimer: runner, challenger: authority })],
+    ['closeClaim', {}, getCloseClaimInstruction({ claim: run, claimer: signer(runner) })],
+  ]
+  for (const [name, values, built] of cases) assert.deepEqual(encode(name, values), [...built.data!], `${name}: Codama's codec`)
+  const prompt = new Uint8Array([0, 4, 0, 0, 0, ...new TextEncoder().encode('Once')])
+  const values = {
+    state: 'answered', seedSource: 'chosen', nonce: 77, model, claimer: runner, challenger: dec.decode(new Uint8Array(32)), disputeRun: dec.decode(new Uint8Array(32)),
+    steps: 64, temperature: 52_429, topP: 58_982, window: 150, claimerSeed: 5n, openSlot: 10n, answerSlot: 12n, seedInForce: 5n, slotHash: new Uint8Array(32),
+    bond: 985_000n, priorityPrice: 0n, tokenCount: 33, promptLength: prompt.length, answerHash: hash, prompt,
+  }
+  const data = idlAccount('claim', values)
+  const c = decodeClaim(data)
+  assert.deepEqual(
+    [c.state, c.seedSource, c.nonce, c.model, c.claimer, c.challenger, c.steps, c.window, c.claimerSeed, c.openSlot, c.answerSlot, c.bond, c.tokenCount, c.promptLength],
+    ['answered', 'chosen', 77, model, runner, null, 64, 150, 5n, 10n, 12n, 985_000n, 33, 9],
+  )
+  assert.deepEqual([...c.answerHash], [...hash])
+  assert.deepEqual(c.prompt, { text: new TextEncoder().encode('Once') })
+  const decoded = codec(named(program.accounts, 'claim')).decode(data) as Record<string, unknown>
+  for (const field of ['nonce', 'model', 'claimer', 'steps', 'temperature', 'topP', 'window', 'tokenCount', 'promptLength'] as const) assert.equal(decoded[field], c[field], field)
 })

@@ -603,9 +603,9 @@ async fn compute_units_of_claims() {
         "a claim of 256 tokens (stories15M shape): 3 transactions for the claimer; its dispute at most {steps} step transactions; bond {} lamports at 1,000 micro-lamports a unit",
         t.bond
     );
-    // Bounds: the measures plus a little (13,049, 1,592, 21,311, 2,498 and 415 units when
+    // Bounds: the measures plus a little (3,032, 1,592, 21,311, 2,498 and 415 units when
     // written), so that a regression fails here.
-    assert!(open_units < 16_000, "OpenClaim: {open_units}");
+    assert!(open_units < 5_000, "OpenClaim: {open_units}");
     assert!(answer_units < 3_000, "AnswerClaim: {answer_units}");
     assert!(challenge_units < 30_000, "Challenge: {challenge_units}");
     assert!(resolve_units < 5_000, "Resolve: {resolve_units}");

@@ -128,45 +128,99 @@ pub const DISPUTE_EXTRA_TRANSACTIONS: u64 = 2;
 
 /// An upper bound of the Step transactions a run of `prompt_tokens` prompt ids and `steps`
 /// tokens of a model of configuration `c` at `temperature` takes at the full budget
-/// ([`crate::run::MAX_STEP_BUDGET`]). The prompt's positions but its last do the layers'
-/// stages only; each generated token's position does every stage (sampling's past Max with a
-/// temperature). A step stops only when its next item would not fit, or at a generated token:
-/// so every step carries more than the budget less the largest item, but the last before each
-/// token and the run's last. Only attention grows with the position, linearly, so the units
-/// are sums of arithmetic series.
+/// ([`crate::run::MAX_STEP_BUDGET`]). A step stops only when its next item would not fit, or
+/// at a generated token: so every step carries more than the budget less the largest item, but
+/// the last before each token and the run's last.
 pub fn run_transactions_bound(c: &Config, prompt_tokens: u32, steps: u32, temperature: u32) -> u64 {
-    let layer_codes = 1 + c.layers * 10;
+    let units = RunUnits::of(c, temperature);
     let (forced, generated) = (prompt_tokens.max(1) as u64 - 1, steps as u64);
     let positions = forced + generated;
-    let last = positions.saturating_sub(1).min(u32::MAX as u64) as u32;
-    // Units at position 0 and their growth a position: the layers', and the end's (the
-    // final normalization, the classifier and sampling) of a generated token.
-    let (mut layers0, mut layers1, mut end, mut largest) = (0u64, 0u64, 0u64, 0u64);
-    let mut code = 0;
-    while let Some(stage) = Stage::of(code, c.layers) {
-        let items = stage.items(c) as u64;
-        let sampled_only = matches!(stage, Stage::Weigh | Stage::Cut | Stage::Draw);
-        if !(sampled_only && temperature == 0) {
-            let at0 = items * step_cost(stage, c, 0, temperature);
-            match code < layer_codes {
-                true => {
-                    layers0 += at0;
-                    layers1 += items * step_cost(stage, c, 1, temperature);
-                }
-                false => end += at0,
-            }
-            largest = largest.max(step_cost(stage, c, last, temperature));
-        }
-        code += 1;
-    }
-    let slope = layers1 - layers0;
-    // Σ pos over the positions, and the end's units over the generated ones.
-    let position_sum = positions * positions.saturating_sub(1) / 2;
-    let units = positions * layers0 + slope * position_sum + generated * end;
+    // Σ (pos + 1) over the positions: attention's growth.
+    let attended = positions * (positions + 1) / 2;
+    let total = positions * units.layers + attended * units.per_position + generated * units.end;
+    let largest = units
+        .largest
+        .max(positions * units.head_per_position + units.head);
     let sure = (crate::run::MAX_STEP_BUDGET as u64)
         .saturating_sub(largest)
         .max(1);
-    units.div_ceil(sure) + generated + 1
+    total.div_ceil(sure) + generated + 1
+}
+
+/// A token's estimated units ([`step_cost`] summed over every item of every stage) in closed
+/// form: the positions' share without attention, attention's per position attended, the end's
+/// (the final normalization, the classifier and sampling) for a generated token. Evaluated as
+/// a formula, not by calling [`step_cost`] for each stage: the program's OpenClaim reads it, and
+/// a second call site of the cost model made the step loop compile to up to 3,000 more units
+/// a step on SBF (measured). Test `cost_tests` checks it equals the stage-by-stage sum.
+pub struct RunUnits {
+    /// Embed and every layer's items but attention's per-position part.
+    pub layers: u64,
+    /// Every layer's attention heads, per position attended (pos + 1).
+    pub per_position: u64,
+    /// The end's items (a generated token only).
+    pub end: u64,
+    /// The largest item of any stage but attention.
+    pub largest: u64,
+    /// One attention head's item: `head + head_per_position × (pos + 1)`.
+    pub head: u64,
+    pub head_per_position: u64,
+}
+
+impl RunUnits {
+    pub fn of(c: &Config, temperature: u32) -> RunUnits {
+        let (d, h, v) = (c.dim as u64, c.hidden_dim as u64, c.vocab_size as u64);
+        let (kv, heads, l) = (c.kv_dim() as u64, c.heads as u64, c.layers as u64);
+        let (head, head_per_position) = match c.head_size() {
+            8 => (1_000, ATTENTION_PER_POSITION_8),
+            hs => (
+                1_500,
+                ATTENTION_PER_VALUE * hs as u64 + ATTENTION_PER_POSITION,
+            ),
+        };
+        let norm = 32 * d + 600;
+        // A matrix stage's rows: each row's product and its share of the stage's own work.
+        let rows =
+            |n: u64, columns: u64, extra: u64| n * (row(columns) + extra + (5 * columns + 300) / n);
+        let hidden_item = 2 * row(d) + (5 * d + 300) / h + 60;
+        let layer = 2 * norm
+            + rows(d, d, 0)
+            + rows(kv, d, 0)
+            + rows(kv, d, 20)
+            + 40 * (d + kv)
+            + 200
+            + heads * head
+            + rows(d, d, 30)
+            + h * hidden_item
+            + rows(d, h, 30);
+        let sampled = match temperature {
+            0 => 0,
+            _ => (WEIGH_PER_ID + DRAW_PER_ID) * v + CUT_PER_INDEX * HIST_LEN as u64 + 2_000,
+        };
+        let cut = match temperature {
+            0 => 0,
+            _ => CUT_PER_INDEX * HIST_LEN as u64 + 2_000,
+        };
+        let largest = [
+            12 * d + 200,
+            norm,
+            40 * (d + kv) + 200,
+            hidden_item,
+            row(d) + (5 * d + 300) / kv + 20,
+            row(d) + (5 * d + 300) / d + 30,
+            row(h) + (5 * h + 300) / d + 30,
+            row(d) + (5 * d + 300) / v,
+            cut,
+        ];
+        RunUnits {
+            layers: 12 * d + 200 + l * layer,
+            per_position: l * heads * head_per_position,
+            end: norm + rows(v, d, 0) + MAX_PER_ID * v + sampled,
+            largest: largest.into_iter().max().unwrap_or(0),
+            head,
+            head_per_position,
+        }
+    }
 }
 
 /// An upper bound of the Step transactions that finish encoding a text of `text_len` bytes for
@@ -235,3 +289,7 @@ pub fn claim_bond(
     let priority = (priority_price * STEP_UNITS).div_ceil(1_000_000);
     Some(dispute_transactions(c, prompt, steps, temperature) * (BASE_FEE + priority))
 }
+
+#[cfg(test)]
+#[path = "cost_tests.rs"]
+mod tests;

@@ -1,9 +1,12 @@
-// A JSON-RPC node serving recorded accounts: getAccountInfo (base64, with dataSlice) and
-// getMultipleAccounts, with CORS headers so a page can use it. The accounts come from
+// A JSON-RPC node serving recorded accounts: getAccountInfo (base64, with dataSlice),
+// getMultipleAccounts and getProgramAccounts (memcmp and dataSize filters), getSlot, with CORS
+// headers so a page can use it; and, given `onSend`, sendTransaction, getSignatureStatuses,
+// getLatestBlockhash and getMinimumBalanceForRentExemption, for the test to play the program. The accounts come from
 // golden/chain.json (recorded from the real program on solana-program-test): the model account
 // in each of its states and the weight accounts' headers, followed by the artifact's sections.
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { getBase58Decoder, getBase58Encoder } from '@solana/kit'
 import { decodeArtifact } from '../../src/index.js'
 import { golden, readArtifact, unhex } from './files.js'
 
@@ -87,8 +90,35 @@ function accountValue(a: RecordedAccount | undefined, config: { dataSlice?: { of
   }
 }
 
-export async function startMockRpc(accounts: Map<string, RecordedAccount>): Promise<MockRpc> {
+/** A memcmp filter as getProgramAccounts takes it. */
+interface Memcmp {
+  memcmp: { offset: number; bytes: string; encoding?: 'base58' | 'base64' }
+}
+
+const base58 = getBase58Encoder()
+
+function matches(data: Uint8Array, filters: (Memcmp | { dataSize: number })[] = []): boolean {
+  return filters.every((f) => {
+    if ('dataSize' in f) return data.length === f.dataSize
+    const want = f.memcmp.encoding === 'base64' ? new Uint8Array(Buffer.from(f.memcmp.bytes, 'base64')) : new Uint8Array(base58.encode(f.memcmp.bytes))
+    const at = Number(f.memcmp.offset)
+    return at + want.length <= data.length && want.every((b, i) => data[at + i] === b)
+  })
+}
+
+export interface MockOptions {
+  /** The slot getSlot answers and every answer's context carries (default 1000). */
+  slot?: () => number
+  /**
+   * Called with each sendTransaction's wire bytes (the test may change `accounts` as the program
+   * would); what it returns is the transaction's status error (null or undefined: it succeeded).
+   */
+  onSend?: (wire: Uint8Array) => unknown
+}
+
+export async function startMockRpc(accounts: Map<string, RecordedAccount>, options: MockOptions = {}): Promise<MockRpc> {
   const requests: MockRpc['requests'] = []
+  const statuses = new Map<string, unknown>()
   const server = createServer(async (req, res) => {
     res.setHeader('Access-Control-Allow-Origin', '*')
     res.setHeader('Access-Control-Allow-Headers', '*')
@@ -96,7 +126,8 @@ export async function startMockRpc(accounts: Map<string, RecordedAccount>): Prom
     if (req.method === 'OPTIONS') return res.writeHead(204).end()
     const call = JSON.parse(await body(req)) as { id: number; method: string; params: unknown[] }
     requests.push({ method: call.method, params: call.params })
-    const context = { slot: 1000, apiVersion: '2.2.0' }
+    const slot = options.slot?.() ?? 1000
+    const context = { slot, apiVersion: '2.2.0' }
     let result: unknown
     if (call.method === 'getAccountInfo') {
       const [at, config] = call.params as [string, object]
@@ -104,6 +135,29 @@ export async function startMockRpc(accounts: Map<string, RecordedAccount>): Prom
     } else if (call.method === 'getMultipleAccounts') {
       const [list, config] = call.params as [string[], object]
       result = { context, value: list.map((at) => accountValue(accounts.get(at), config)) }
+    } else if (call.method === 'getProgramAccounts') {
+      const [program, config] = call.params as [string, { filters?: Memcmp[] }]
+      result = [...accounts]
+        .filter(([, a]) => a.owner === program && matches(a.data, config?.filters))
+        .map(([pubkey, a]) => ({ pubkey, account: accountValue(a) }))
+    } else if (call.method === 'getSlot') {
+      result = slot
+    } else if (call.method === 'getMinimumBalanceForRentExemption') {
+      // The runtime's rule: (128 + data length) bytes at 3,480 lamports a byte-year, for two years.
+      result = (128 + Number((call.params as [number])[0])) * 6960
+    } else if (call.method === 'getLatestBlockhash') {
+      result = { context, value: { blockhash: '11111111111111111111111111111111', lastValidBlockHeight: 2000 } }
+    } else if (call.method === 'sendTransaction' && options.onSend) {
+      const wire = new Uint8Array(Buffer.from((call.params as [string])[0], 'base64'))
+      const signature = getBase58Decoder().decode(wire.subarray(1, 65))
+      statuses.set(signature, (await options.onSend(wire)) ?? null)
+      result = signature
+    } else if (call.method === 'getSignatureStatuses') {
+      const [list] = call.params as [string[]]
+      result = {
+        context,
+        value: list.map((s) => (statuses.has(s) ? { slot, confirmations: null, err: statuses.get(s), confirmationStatus: 'confirmed' } : null)),
+      }
     } else {
       res.writeHead(200, { 'content-type': 'application/json' })
       return res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32601, message: 'Method not found' } }))

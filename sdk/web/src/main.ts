@@ -4,17 +4,10 @@
 // inlined as a blob) holds the model in curta-core's WebAssembly engine and streams the tokens.
 // The first worker starts when the page loads and compiles the engine's module then; later
 // workers are handed that module. A run account (query parameter run) can be watched: its tokens
-// and text stream in as steps land, with its seed's source and whether it is trusted.
+// and text stream in as steps land, with its seed's source and whether it is trusted. A claim
+// account (query parameter claim) is shown and verified in the page (claim.ts).
 
-import {
-  SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
-  address,
-  createSolanaRpc,
-  getBase58Encoder,
-  isAddress,
-  isSolanaError,
-  type Address,
-} from '@solana/kit'
+import { createSolanaRpc, type Address } from '@solana/kit'
 import {
   CURTA_PROGRAM_ID,
   chunkCount,
@@ -33,14 +26,13 @@ import {
   type ModelAccount,
 } from '../../src/index.js'
 import type { WorkerReply, WorkerRequest } from './worker.js'
+import { $, FieldError, addressField, chainMessage, fixed16, fmt, rpcField } from './fields.js'
+import { initClaimView } from './claim.js'
 
 /** The worker's bundled source (scripts/build-browser.mjs defines it). */
 declare const __CURTA_WORKER__: string
 /** The demo's English model (kjv.curta), base64: inlined by scripts/build-browser.mjs. */
 declare const __CURTA_BUNDLED_MODEL__: string
-
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T
-const fmt = (n: number) => n.toLocaleString('en-US')
 
 function table(el: HTMLElement, head: string[], rows: (string | number)[][], nameColumns: number[] = []): void {
   const cell = (tag: string, v: string | number, i: number) => {
@@ -62,68 +54,6 @@ function showError(id: string, e: unknown): void {
   const el = $(id)
   el.textContent = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
   el.hidden = false
-}
-
-/** A field of the chain form that holds no usable value: the message names it and what it expects. */
-class FieldError extends Error {
-  constructor(readonly input: HTMLInputElement, message: string) {
-    super(message)
-  }
-}
-
-const quote = (v: string) => JSON.stringify(v.length > 48 ? `${v.slice(0, 45)}…` : v)
-const NOT_BASE58 = /[^1-9A-HJ-NP-Za-km-z]/g
-const RPC_EXPECTED = 'expected the http:// or https:// address of a Solana JSON-RPC node, such as http://127.0.0.1:8899'
-
-function rpcField(): string {
-  const input = $<HTMLInputElement>('rpc-url')
-  const v = input.value.trim()
-  if (v === '') throw new FieldError(input, `RPC URL is empty: ${RPC_EXPECTED}`)
-  let url: URL
-  try {
-    url = new URL(v)
-  } catch {
-    throw new FieldError(input, `RPC URL ${quote(v)} is not a URL: ${RPC_EXPECTED}`)
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new FieldError(input, `RPC URL ${quote(v)} is not http:// or https://: ${RPC_EXPECTED}`)
-  return v
-}
-
-/** A Solana address typed into a field: 32 bytes written in base58 (32 to 44 characters). */
-function addressField(id: string, label: string, what: string): Address {
-  const input = $<HTMLInputElement>(id)
-  const v = input.value.trim()
-  const expected = `expected ${what}, 32 to 44 base58 characters`
-  if (v === '') throw new FieldError(input, `${label} is empty: ${expected}`)
-  const bad = [...new Set(v.match(NOT_BASE58))]
-  if (bad.length > 0)
-    throw new FieldError(
-      input,
-      `${label} ${quote(v)} has ${bad.length === 1 ? 'a character' : 'characters'} that base58 does not use (${bad.map((c) => JSON.stringify(c)).join(', ')}): ${expected}`,
-    )
-  if (v.length < 32 || v.length > 44) throw new FieldError(input, `${label} ${quote(v)} is ${fmt(v.length)} characters long: ${expected}`)
-  if (!isAddress(v))
-    throw new FieldError(input, `${label} ${quote(v)} is ${getBase58Encoder().encode(v).length} bytes, not 32: ${expected}`)
-  return address(v)
-}
-
-/** What went wrong asking the RPC node, in the page's words; a Curta error as it is. */
-function chainMessage(e: unknown, rpcUrl: string): string {
-  // fetch's own failure (Chromium: "Failed to fetch", Firefox: "NetworkError ...", Safari:
-  // "Load failed"): no HTTP answer at all, which is also what a node without CORS headers gives.
-  if (e instanceof TypeError && /fetch|network|load failed/i.test(e.message))
-    return `No answer from the RPC URL ${rpcUrl}: expected a Solana JSON-RPC node there (is it running, and does it accept requests from other origins, as solana-test-validator and public RPC nodes do?)`
-  if (isSolanaError(e, SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR)) {
-    const { statusCode, message } = e.context
-    return `The RPC URL ${rpcUrl} answered HTTP ${statusCode}${message ? ` (${message})` : ''}: expected a Solana JSON-RPC node there`
-  }
-  if (e instanceof SyntaxError) return `The RPC URL ${rpcUrl} answered with something other than JSON: expected a Solana JSON-RPC node there`
-  if (isSolanaError(e)) {
-    const server = (e.context as { __serverMessage?: unknown }).__serverMessage
-    return `The RPC node at ${rpcUrl} answered with an error: ${typeof server === 'string' ? server : `Solana error #${e.context.__code}`}`
-  }
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e)
 }
 
 let loaded: { artifact: Artifact; hash: string; source: string } | undefined
@@ -476,8 +406,6 @@ function loadRunner(bytes: Uint8Array, source: string, kind: 'file' | 'chain'): 
 
 let watching: AbortController | undefined
 
-/** A 16-fractional-bit setting as a decimal (65,536 is 1). */
-const fixed16 = (v: number) => `${(v / 65_536).toFixed(4).replace(/\.?0+$/, '')} (${fmt(v)} / 65,536)`
 
 function seedText(r: RunAccount): string {
   switch (r.seedSource) {
@@ -506,6 +434,7 @@ function showRun(r: RunAccount, at: Address, text: string): void {
     ['temperature', r.temperature === 0 ? '0 (greedy)' : fixed16(r.temperature)],
     ['top-p', fixed16(r.topP)],
     ['seed source', r.seedSource],
+    ['dispute', r.dispute ? "yes: a claim's dispute run, which only Resolve closes" : 'no'],
   ]
   dl.replaceChildren(
     ...rows.flatMap(([k, v]) => {
@@ -637,4 +566,6 @@ $<HTMLInputElement>('run-address').value = params.get('run') ?? ''
 compileEngine()
 // Given a node and a run (?rpc=...&run=...), the page watches the run at once.
 if (params.get('run') && params.get('rpc')) void watch()
+// A claim (?rpc=...&claim=...): shown and verified in the page at once.
+initClaimView({ newWorker, module: () => engine.module }, params)
 document.body.dataset.ready = 'true'

@@ -2,17 +2,21 @@
 // WebAssembly) runs here, off the page's thread, so the page stays responsive while it works.
 // Messages in: compile (the page starts its first worker when it loads, and this compiles the
 // engine's module then, not when a model comes), load (the artifact's bytes, and the module the
-// first worker compiled, for the workers after it), run (prompt and settings), stop. Messages
-// out: compiled (the module, for the page to hand to later workers), loaded, tokens (the tokens
+// first worker compiled, for the workers after it), run (prompt and settings), stop, answer (a
+// claim's answer from its model's bytes, terms and seed, for the claim card). Messages
+// out: compiled (the module, for the page to hand to later workers), loaded, answer, tokens (the tokens
 // produced since the last message, at most every 16 ms, with the rate so far: one message per
 // token would cost the small models a third of their speed), done, error.
 import { Runner, engineModule, type GenerateOptions } from '../../src/run.js'
+import { type ClaimTerms, claimAnswer } from '../../src/claim-answer.js'
 
 export type WorkerRequest =
   | { type: 'compile' }
   | { type: 'load'; bytes: Uint8Array; module?: WebAssembly.Module }
   | { type: 'run'; prompt: string; steps: number; temperature: string; topP: string; seed: string }
   | { type: 'stop' }
+  /** A claim's answer: a fresh engine over `bytes` (the claim's model), the claim's terms and seed; the worker is not reused. */
+  | { type: 'answer'; bytes: Uint8Array; module?: WebAssembly.Module; terms: ClaimTerms; seed: string }
 
 export type WorkerReply =
   | { type: 'compiled'; module: WebAssembly.Module; ms: number }
@@ -29,6 +33,7 @@ export type WorkerReply =
       end: string
     }
   | { type: 'error'; name: string; code: string; message: string }
+  | { type: 'answer'; promptTokens: number[]; ids: number[]; text: Uint8Array; hash: Uint8Array; end: string; ms: number }
 
 let runner: Runner | undefined
 let stop: AbortController | undefined
@@ -132,6 +137,15 @@ self.onmessage = (e: MessageEvent<WorkerRequest>) => {
   if (m.type === 'compile') {
     const started = performance.now()
     engineModule().then((module) => post({ type: 'compiled', module, ms: performance.now() - started }), fail)
+    return
+  }
+  if (m.type === 'answer') {
+    ;(async () => {
+      const r = await Runner.create(m.bytes, { module: m.module ?? (await engineModule()) })
+      const started = performance.now()
+      const a = claimAnswer(r, m.terms, BigInt(m.seed))
+      post({ type: 'answer', promptTokens: a.promptTokens, ids: a.ids, text: a.text, hash: a.hash, end: a.end, ms: performance.now() - started })
+    })().catch(fail)
     return
   }
   if (m.type === 'load') {

@@ -6,6 +6,7 @@
  * @see https://github.com/codama-idl/codama
  */
 
+export * from './claim.js'
 export * from './model.js'
 export * from './run.js'
 export * from './weight.js'

@@ -17,6 +17,8 @@ import {
   fixEncoderSize,
   getAddressDecoder,
   getAddressEncoder,
+  getBooleanDecoder,
+  getBooleanEncoder,
   getBytesDecoder,
   getBytesEncoder,
   getStructDecoder,
@@ -58,8 +60,10 @@ export type Run = {
   /** layout version, 2 */
   version: number
   seedSource: SeedSource
-  /** bytes 10..12, zero */
-  reserved10: ReadonlyUint8Array
+  /** 1 for a claim's dispute run (Challenge started it): CloseRun refuses it, Resolve closes it */
+  dispute: boolean
+  /** bytes 11..12, zero */
+  reserved11: ReadonlyUint8Array
   nonce: number
   model: Address
   runner: Address
@@ -93,8 +97,10 @@ export type Run = {
 
 export type RunArgs = {
   seedSource: SeedSourceArgs
-  /** bytes 10..12, zero */
-  reserved10: ReadonlyUint8Array
+  /** 1 for a claim's dispute run (Challenge started it): CloseRun refuses it, Resolve closes it */
+  dispute: boolean
+  /** bytes 11..12, zero */
+  reserved11: ReadonlyUint8Array
   nonce: number
   model: Address
   runner: Address
@@ -133,7 +139,8 @@ export function getRunEncoder(): Encoder<RunArgs> {
       ['magic', fixEncoderSize(getBytesEncoder(), 8)],
       ['version', getU8Encoder()],
       ['seedSource', getSeedSourceEncoder()],
-      ['reserved10', fixEncoderSize(getBytesEncoder(), 2)],
+      ['dispute', getBooleanEncoder()],
+      ['reserved11', fixEncoderSize(getBytesEncoder(), 1)],
       ['nonce', getU32Encoder()],
       ['model', getAddressEncoder()],
       ['runner', getAddressEncoder()],
@@ -162,7 +169,8 @@ export function getRunDecoder(): Decoder<Run> {
     ['magic', fixDecoderSize(getBytesDecoder(), 8)],
     ['version', getU8Decoder()],
     ['seedSource', getSeedSourceDecoder()],
-    ['reserved10', fixDecoderSize(getBytesDecoder(), 2)],
+    ['dispute', getBooleanDecoder()],
+    ['reserved11', fixDecoderSize(getBytesDecoder(), 1)],
     ['nonce', getU32Decoder()],
     ['model', getAddressDecoder()],
     ['runner', getAddressDecoder()],

@@ -61,22 +61,48 @@ export const CURTA_ERROR__SEED_EXPIRED = 0x2b // 43
 export const CURTA_ERROR__NOT_SLOT_HASHES = 0x2c // 44
 export const CURTA_ERROR__PROMPT_TOO_LONG_TO_ENCODE = 0x2d // 45
 export const CURTA_ERROR__SECTION_NOT_LOADED = 0x2e // 46
+export const CURTA_ERROR__NOT_A_CLAIM = 0x2f // 47
+export const CURTA_ERROR__CLAIM_ADDRESS_MISMATCH = 0x30 // 48
+export const CURTA_ERROR__CLAIM_SIZE_MISMATCH = 0x31 // 49
+export const CURTA_ERROR__INVALID_WINDOW = 0x32 // 50
+export const CURTA_ERROR__BOND_TOO_LOW = 0x33 // 51
+export const CURTA_ERROR__ALREADY_ANSWERED = 0x34 // 52
+export const CURTA_ERROR__NOT_ANSWERED = 0x35 // 53
+export const CURTA_ERROR__WINDOW_CLOSED = 0x36 // 54
+export const CURTA_ERROR__NOT_CHALLENGED = 0x37 // 55
+export const CURTA_ERROR__DISPUTE_NOT_FINISHED = 0x38 // 56
+export const CURTA_ERROR__WRONG_DISPUTE_RUN = 0x39 // 57
+export const CURTA_ERROR__DISPUTE_RUN_LOCKED = 0x3a // 58
+export const CURTA_ERROR__CLAIM_NOT_CLOSABLE = 0x3b // 59
+export const CURTA_ERROR__INVALID_ANSWER = 0x3c // 60
 
 export type CurtaProgramError =
+  | typeof CURTA_ERROR__ALREADY_ANSWERED
   | typeof CURTA_ERROR__ALREADY_INITIALIZED
+  | typeof CURTA_ERROR__BOND_TOO_LOW
+  | typeof CURTA_ERROR__CLAIM_ADDRESS_MISMATCH
+  | typeof CURTA_ERROR__CLAIM_NOT_CLOSABLE
+  | typeof CURTA_ERROR__CLAIM_SIZE_MISMATCH
+  | typeof CURTA_ERROR__DISPUTE_NOT_FINISHED
+  | typeof CURTA_ERROR__DISPUTE_RUN_LOCKED
   | typeof CURTA_ERROR__EMPTY_WRITE
+  | typeof CURTA_ERROR__INVALID_ANSWER
   | typeof CURTA_ERROR__INVALID_DESTINATION
   | typeof CURTA_ERROR__INVALID_RUN
   | typeof CURTA_ERROR__INVALID_SECTION_COUNT
   | typeof CURTA_ERROR__INVALID_SECTION_LENGTH
   | typeof CURTA_ERROR__INVALID_SECTION_ZERO
   | typeof CURTA_ERROR__INVALID_STEP_BUDGET
+  | typeof CURTA_ERROR__INVALID_WINDOW
   | typeof CURTA_ERROR__MODEL_ADDRESS_MISMATCH
   | typeof CURTA_ERROR__MODEL_NOT_SEALED
   | typeof CURTA_ERROR__MODEL_SEALED
   | typeof CURTA_ERROR__MODEL_TOO_LARGE
+  | typeof CURTA_ERROR__NOT_A_CLAIM
   | typeof CURTA_ERROR__NOT_A_MODEL
+  | typeof CURTA_ERROR__NOT_ANSWERED
   | typeof CURTA_ERROR__NOT_A_RUN
+  | typeof CURTA_ERROR__NOT_CHALLENGED
   | typeof CURTA_ERROR__NOT_INITIALIZED
   | typeof CURTA_ERROR__NOT_RENT_EXEMPT
   | typeof CURTA_ERROR__NOT_SLOT_HASHES
@@ -104,8 +130,10 @@ export type CurtaProgramError =
   | typeof CURTA_ERROR__WEIGHT_ACCOUNTS_MISSING
   | typeof CURTA_ERROR__WEIGHT_ADDRESS_MISMATCH
   | typeof CURTA_ERROR__WEIGHT_SIZE_MISMATCH
+  | typeof CURTA_ERROR__WINDOW_CLOSED
   | typeof CURTA_ERROR__WRITE_OUT_OF_BOUNDS
   | typeof CURTA_ERROR__WRONG_ACCOUNT_COUNT
+  | typeof CURTA_ERROR__WRONG_DISPUTE_RUN
   | typeof CURTA_ERROR__WRONG_MODEL
   | typeof CURTA_ERROR__WRONG_OWNER
   | typeof CURTA_ERROR__WRONG_SECTION
@@ -114,20 +142,32 @@ export type CurtaProgramError =
 let curtaErrorMessages: Record<CurtaProgramError, string> | undefined
 if (process.env['NODE_ENV'] !== 'production') {
   curtaErrorMessages = {
+    [CURTA_ERROR__ALREADY_ANSWERED]: `claim is not open: it was answered already`,
     [CURTA_ERROR__ALREADY_INITIALIZED]: `account or section is already initialized`,
+    [CURTA_ERROR__BOND_TOO_LOW]: `bond is below what a dispute's steps cost at the claim's priority price (cost::claim_bond), or the account holds less than its rent and the bond`,
+    [CURTA_ERROR__CLAIM_ADDRESS_MISMATCH]: `claim account is not at the claimer's claim address of the model and nonce`,
+    [CURTA_ERROR__CLAIM_NOT_CLOSABLE]: `claim cannot be closed now: answered and within its window, or challenged and not resolved`,
+    [CURTA_ERROR__CLAIM_SIZE_MISMATCH]: `claim account's data length is not the header plus the prompt's bytes`,
+    [CURTA_ERROR__DISPUTE_NOT_FINISHED]: `dispute run has not finished`,
+    [CURTA_ERROR__DISPUTE_RUN_LOCKED]: `run is a claim's dispute run: only Resolve closes it`,
     [CURTA_ERROR__EMPTY_WRITE]: `write carries no bytes`,
+    [CURTA_ERROR__INVALID_ANSWER]: `answer's token count must be 1 to the claim's steps`,
     [CURTA_ERROR__INVALID_DESTINATION]: `destination must not be one of the accounts being closed`,
     [CURTA_ERROR__INVALID_RUN]: `the run's prompt, steps or sampling settings are refused (the reason is logged)`,
     [CURTA_ERROR__INVALID_SECTION_COUNT]: `section count must be 2 to 18`,
     [CURTA_ERROR__INVALID_SECTION_LENGTH]: `section length must be 1 to 10,483,712 bytes`,
     [CURTA_ERROR__INVALID_SECTION_ZERO]: `section zero's header is not a valid CURTAW01 header`,
     [CURTA_ERROR__INVALID_STEP_BUDGET]: `step budget must be 1 to 1,175,000 estimated compute units`,
+    [CURTA_ERROR__INVALID_WINDOW]: `challenge window must be 150 to 432,000 slots`,
     [CURTA_ERROR__MODEL_ADDRESS_MISMATCH]: `model account is not the PDA of ["model", authority, weights hash]`,
     [CURTA_ERROR__MODEL_NOT_SEALED]: `runs take a Sealed model only`,
     [CURTA_ERROR__MODEL_SEALED]: `model is sealed and can never change or close`,
     [CURTA_ERROR__MODEL_TOO_LARGE]: `the model's accounts would hold more than 66,060,288 bytes: one Reopen or Close transaction could not load them`,
+    [CURTA_ERROR__NOT_A_CLAIM]: `the account is not a claim (magic, version, state, prompt length)`,
     [CURTA_ERROR__NOT_A_MODEL]: `account is not a Curta model account`,
+    [CURTA_ERROR__NOT_ANSWERED]: `claim is not answered (or was challenged already, or resolved)`,
     [CURTA_ERROR__NOT_A_RUN]: `account is not a Curta run account`,
+    [CURTA_ERROR__NOT_CHALLENGED]: `claim is not challenged: nothing to resolve`,
     [CURTA_ERROR__NOT_INITIALIZED]: `weight account is not initialized`,
     [CURTA_ERROR__NOT_RENT_EXEMPT]: `account does not hold the rent-exempt minimum`,
     [CURTA_ERROR__NOT_SLOT_HASHES]: `the account is not the SlotHashes sysvar`,
@@ -155,8 +195,10 @@ if (process.env['NODE_ENV'] !== 'production') {
     [CURTA_ERROR__WEIGHT_ACCOUNTS_MISSING]: `not every section's weight account is initialized`,
     [CURTA_ERROR__WEIGHT_ADDRESS_MISMATCH]: `weight account is not the seed-derived address of (authority, model, section)`,
     [CURTA_ERROR__WEIGHT_SIZE_MISMATCH]: `weight account data length is not 2,048 + the section length`,
+    [CURTA_ERROR__WINDOW_CLOSED]: `claim's challenge window has passed`,
     [CURTA_ERROR__WRITE_OUT_OF_BOUNDS]: `write reaches past the end of the section`,
     [CURTA_ERROR__WRONG_ACCOUNT_COUNT]: `wrong number of accounts for this instruction`,
+    [CURTA_ERROR__WRONG_DISPUTE_RUN]: `run is not the claim's dispute run`,
     [CURTA_ERROR__WRONG_MODEL]: `weight account belongs to another model`,
     [CURTA_ERROR__WRONG_OWNER]: `account is not owned by the expected program`,
     [CURTA_ERROR__WRONG_SECTION]: `weight account holds another section than the one expected`,

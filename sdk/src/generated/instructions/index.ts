@@ -6,11 +6,16 @@
  * @see https://github.com/codama-idl/codama
  */
 
+export * from './answerClaim.js'
+export * from './challenge.js'
 export * from './close.js'
+export * from './closeClaim.js'
 export * from './closeRun.js'
 export * from './createModel.js'
 export * from './initWeightAccount.js'
+export * from './openClaim.js'
 export * from './reopen.js'
+export * from './resolve.js'
 export * from './seal.js'
 export * from './startRun.js'
 export * from './step.js'

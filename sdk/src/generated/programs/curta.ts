@@ -32,9 +32,12 @@ import {
 } from '@solana/kit/program-client-core'
 import { extendClient } from '../../codama-kit.js'
 import {
+  getClaimCodec,
   getModelCodec,
   getRunCodec,
   getWeightCodec,
+  type Claim,
+  type ClaimArgs,
   type Model,
   type ModelArgs,
   type Run,
@@ -43,38 +46,58 @@ import {
   type WeightArgs,
 } from '../accounts/index.js'
 import {
+  getAnswerClaimInstruction,
+  getChallengeInstruction,
+  getCloseClaimInstruction,
   getCloseInstruction,
   getCloseRunInstruction,
   getCreateModelInstruction,
   getInitWeightAccountInstruction,
+  getOpenClaimInstruction,
   getReopenInstruction,
+  getResolveInstruction,
   getSealInstruction,
   getStartRunInstruction,
   getStepInstruction,
   getWriteInstruction,
+  parseAnswerClaimInstruction,
+  parseChallengeInstruction,
+  parseCloseClaimInstruction,
   parseCloseInstruction,
   parseCloseRunInstruction,
   parseCreateModelInstruction,
   parseInitWeightAccountInstruction,
+  parseOpenClaimInstruction,
   parseReopenInstruction,
+  parseResolveInstruction,
   parseSealInstruction,
   parseStartRunInstruction,
   parseStepInstruction,
   parseWriteInstruction,
+  type AnswerClaimInput,
+  type ChallengeInput,
+  type CloseClaimInput,
   type CloseInput,
   type CloseRunInput,
   type CreateModelInput,
   type InitWeightAccountInput,
+  type OpenClaimInput,
+  type ParsedAnswerClaimInstruction,
+  type ParsedChallengeInstruction,
+  type ParsedCloseClaimInstruction,
   type ParsedCloseInstruction,
   type ParsedCloseRunInstruction,
   type ParsedCreateModelInstruction,
   type ParsedInitWeightAccountInstruction,
+  type ParsedOpenClaimInstruction,
   type ParsedReopenInstruction,
+  type ParsedResolveInstruction,
   type ParsedSealInstruction,
   type ParsedStartRunInstruction,
   type ParsedStepInstruction,
   type ParsedWriteInstruction,
   type ReopenInput,
+  type ResolveInput,
   type SealInput,
   type StartRunInput,
   type StepInput,
@@ -89,6 +112,7 @@ export enum CurtaAccount {
   Model,
   Weight,
   Run,
+  Claim,
 }
 
 export function identifyCurtaAccount(account: { data: ReadonlyUint8Array } | ReadonlyUint8Array): CurtaAccount {
@@ -101,6 +125,9 @@ export function identifyCurtaAccount(account: { data: ReadonlyUint8Array } | Rea
   }
   if (containsBytes(data, new Uint8Array([67, 85, 82, 84, 65, 82, 85, 78]), 0)) {
     return CurtaAccount.Run
+  }
+  if (containsBytes(data, new Uint8Array([67, 85, 82, 84, 65, 67, 76, 77]), 0)) {
+    return CurtaAccount.Claim
   }
   throw new SolanaError(SOLANA_ERROR__PROGRAM_CLIENTS__FAILED_TO_IDENTIFY_ACCOUNT, {
     accountData: data,
@@ -118,6 +145,11 @@ export enum CurtaInstruction {
   StartRun,
   Step,
   CloseRun,
+  OpenClaim,
+  AnswerClaim,
+  Challenge,
+  Resolve,
+  CloseClaim,
 }
 
 export function identifyCurtaInstruction(
@@ -151,6 +183,21 @@ export function identifyCurtaInstruction(
   if (containsBytes(data, getU8Encoder().encode(8), 0)) {
     return CurtaInstruction.CloseRun
   }
+  if (containsBytes(data, getU8Encoder().encode(9), 0)) {
+    return CurtaInstruction.OpenClaim
+  }
+  if (containsBytes(data, getU8Encoder().encode(10), 0)) {
+    return CurtaInstruction.AnswerClaim
+  }
+  if (containsBytes(data, getU8Encoder().encode(11), 0)) {
+    return CurtaInstruction.Challenge
+  }
+  if (containsBytes(data, getU8Encoder().encode(12), 0)) {
+    return CurtaInstruction.Resolve
+  }
+  if (containsBytes(data, getU8Encoder().encode(13), 0)) {
+    return CurtaInstruction.CloseClaim
+  }
   throw new SolanaError(SOLANA_ERROR__PROGRAM_CLIENTS__FAILED_TO_IDENTIFY_INSTRUCTION, {
     instructionData: data,
     programName: 'curta',
@@ -167,6 +214,11 @@ export type ParsedCurtaInstruction<TProgram extends string = 'EK9jqHnajPuMkoe66G
   | ({ instructionType: CurtaInstruction.StartRun } & ParsedStartRunInstruction<TProgram>)
   | ({ instructionType: CurtaInstruction.Step } & ParsedStepInstruction<TProgram>)
   | ({ instructionType: CurtaInstruction.CloseRun } & ParsedCloseRunInstruction<TProgram>)
+  | ({ instructionType: CurtaInstruction.OpenClaim } & ParsedOpenClaimInstruction<TProgram>)
+  | ({ instructionType: CurtaInstruction.AnswerClaim } & ParsedAnswerClaimInstruction<TProgram>)
+  | ({ instructionType: CurtaInstruction.Challenge } & ParsedChallengeInstruction<TProgram>)
+  | ({ instructionType: CurtaInstruction.Resolve } & ParsedResolveInstruction<TProgram>)
+  | ({ instructionType: CurtaInstruction.CloseClaim } & ParsedCloseClaimInstruction<TProgram>)
 
 export function parseCurtaInstruction<TProgram extends string>(
   instruction: Instruction<TProgram> & InstructionWithData<ReadonlyUint8Array>,
@@ -209,6 +261,26 @@ export function parseCurtaInstruction<TProgram extends string>(
       assertIsInstructionWithAccounts(instruction)
       return { instructionType: CurtaInstruction.CloseRun, ...parseCloseRunInstruction(instruction) }
     }
+    case CurtaInstruction.OpenClaim: {
+      assertIsInstructionWithAccounts(instruction)
+      return { instructionType: CurtaInstruction.OpenClaim, ...parseOpenClaimInstruction(instruction) }
+    }
+    case CurtaInstruction.AnswerClaim: {
+      assertIsInstructionWithAccounts(instruction)
+      return { instructionType: CurtaInstruction.AnswerClaim, ...parseAnswerClaimInstruction(instruction) }
+    }
+    case CurtaInstruction.Challenge: {
+      assertIsInstructionWithAccounts(instruction)
+      return { instructionType: CurtaInstruction.Challenge, ...parseChallengeInstruction(instruction) }
+    }
+    case CurtaInstruction.Resolve: {
+      assertIsInstructionWithAccounts(instruction)
+      return { instructionType: CurtaInstruction.Resolve, ...parseResolveInstruction(instruction) }
+    }
+    case CurtaInstruction.CloseClaim: {
+      assertIsInstructionWithAccounts(instruction)
+      return { instructionType: CurtaInstruction.CloseClaim, ...parseCloseClaimInstruction(instruction) }
+    }
     default:
       throw new SolanaError(SOLANA_ERROR__PROGRAM_CLIENTS__UNRECOGNIZED_INSTRUCTION_TYPE, {
         instructionType: instructionType as string,
@@ -227,6 +299,7 @@ export type CurtaPluginAccounts = {
   model: ReturnType<typeof getModelCodec> & SelfFetchFunctions<ModelArgs, Model>
   weight: ReturnType<typeof getWeightCodec> & SelfFetchFunctions<WeightArgs, Weight>
   run: ReturnType<typeof getRunCodec> & SelfFetchFunctions<RunArgs, Run>
+  claim: ReturnType<typeof getClaimCodec> & SelfFetchFunctions<ClaimArgs, Claim>
 }
 
 export type CurtaPluginInstructions = {
@@ -241,6 +314,11 @@ export type CurtaPluginInstructions = {
   startRun: (input: StartRunInput) => ReturnType<typeof getStartRunInstruction> & SelfPlanAndSendFunctions
   step: (input: StepInput) => ReturnType<typeof getStepInstruction> & SelfPlanAndSendFunctions
   closeRun: (input: CloseRunInput) => ReturnType<typeof getCloseRunInstruction> & SelfPlanAndSendFunctions
+  openClaim: (input: OpenClaimInput) => ReturnType<typeof getOpenClaimInstruction> & SelfPlanAndSendFunctions
+  answerClaim: (input: AnswerClaimInput) => ReturnType<typeof getAnswerClaimInstruction> & SelfPlanAndSendFunctions
+  challenge: (input: ChallengeInput) => ReturnType<typeof getChallengeInstruction> & SelfPlanAndSendFunctions
+  resolve: (input: ResolveInput) => ReturnType<typeof getResolveInstruction> & SelfPlanAndSendFunctions
+  closeClaim: (input: CloseClaimInput) => ReturnType<typeof getCloseClaimInstruction> & SelfPlanAndSendFunctions
 }
 
 export type CurtaPluginPdas = { model: typeof findModelPda }
@@ -257,6 +335,7 @@ export function curtaProgram() {
           model: addSelfFetchFunctions(client, getModelCodec()),
           weight: addSelfFetchFunctions(client, getWeightCodec()),
           run: addSelfFetchFunctions(client, getRunCodec()),
+          claim: addSelfFetchFunctions(client, getClaimCodec()),
         },
         instructions: {
           createModel: (input) => addSelfPlanAndSendFunctions(client, getCreateModelInstruction(input)),
@@ -268,6 +347,11 @@ export function curtaProgram() {
           startRun: (input) => addSelfPlanAndSendFunctions(client, getStartRunInstruction(input)),
           step: (input) => addSelfPlanAndSendFunctions(client, getStepInstruction(input)),
           closeRun: (input) => addSelfPlanAndSendFunctions(client, getCloseRunInstruction(input)),
+          openClaim: (input) => addSelfPlanAndSendFunctions(client, getOpenClaimInstruction(input)),
+          answerClaim: (input) => addSelfPlanAndSendFunctions(client, getAnswerClaimInstruction(input)),
+          challenge: (input) => addSelfPlanAndSendFunctions(client, getChallengeInstruction(input)),
+          resolve: (input) => addSelfPlanAndSendFunctions(client, getResolveInstruction(input)),
+          closeClaim: (input) => addSelfPlanAndSendFunctions(client, getCloseClaimInstruction(input)),
         },
         pdas: { model: findModelPda },
       },

@@ -6,6 +6,7 @@
  * @see https://github.com/codama-idl/codama
  */
 
+export * from './claimState.js'
 export * from './modelConfig.js'
 export * from './modelState.js'
 export * from './prompt.js'
