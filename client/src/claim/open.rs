@@ -30,8 +30,13 @@ const ANSWER_TRIES: u32 = 8;
 /// What `claim` reports as it goes.
 #[derive(Clone, Debug)]
 pub enum ClaimStage {
-    /// OpenClaim landed (or the claim was found open) in `slot`.
-    Opened { claim: Pubkey, slot: u64 },
+    /// OpenClaim landed in `slot` (or the claim was found: `resumed`).
+    Opened {
+        claim: Pubkey,
+        nonce: u32,
+        slot: u64,
+        resumed: bool,
+    },
     /// The answer was computed off chain.
     Computed { answer: Answer, seconds: f64 },
     /// AnswerClaim landed in `slot`; a challenge may land until `window_end`.
@@ -78,7 +83,9 @@ pub async fn claim<T: Transport>(
     };
     on_stage(ClaimStage::Opened {
         claim: plan.address,
+        nonce: header.nonce,
         slot: header.open_slot,
+        resumed,
     });
     let (answer, compute_seconds) =
         answer_of(t, &plan, &header, &artifact, request.threads).await?;
@@ -215,6 +222,11 @@ async fn answer_of<T: Transport>(
     Ok(compute(artifact, &prompt, header.steps, settings, threads)?)
 }
 
+/// How long [`seed_to_draw`] waits for the open slot's hash to reach SlotHashes at the
+/// transport's commitment (over RPC a confirmed slot follows the processed one by a second or
+/// two).
+const SEED_WAIT: Duration = Duration::from_secs(60);
+
 /// The seed a drawn claim's AnswerClaim will draw: waits for the cluster to pass the open slot,
 /// then reads its hash from SlotHashes.
 async fn seed_to_draw<T: Transport>(
@@ -222,18 +234,24 @@ async fn seed_to_draw<T: Transport>(
     address: &Pubkey,
     header: &ClaimHeader,
 ) -> Result<u64, ClaimError> {
-    for _ in 0..ANSWER_TRIES {
+    let deadline = Instant::now() + SEED_WAIT;
+    while Instant::now() < deadline {
         match drawn_claim_seed(t, address, header.claimer_seed, header.open_slot).await? {
             DrawnSeed::Seed { seed, .. } => return Ok(seed),
-            DrawnSeed::NotYet => t.pass_slot(header.open_slot).await?,
+            DrawnSeed::NotYet => {
+                t.pass_slot(header.open_slot).await?;
+                tokio::time::sleep(t.profile().poll.min(Duration::from_millis(100))).await;
+            }
             DrawnSeed::Gone => return Err(gone(address, header.open_slot)),
         }
     }
     Err(ClaimError::Account {
         address: *address,
         problem: format!(
-            "the hash of its open slot {} is still not in SlotHashes",
-            header.open_slot
+            "the hash of its open slot {} is still not in SlotHashes after {} s (the same command with --nonce {} resumes the claim)",
+            header.open_slot,
+            SEED_WAIT.as_secs(),
+            header.nonce
         ),
     })
 }

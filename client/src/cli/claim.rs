@@ -149,7 +149,18 @@ fn request(args: &ClaimArgs, global: &GlobalArgs) -> Result<ClaimRequest> {
 /// A stage of `client claim`, on stderr.
 fn stage_line(stage: &ClaimStage) -> String {
     match stage {
-        ClaimStage::Opened { claim, slot } => format!("claim {claim} open since slot {slot}"),
+        ClaimStage::Opened {
+            claim,
+            nonce,
+            slot,
+            resumed,
+        } => format!(
+            "claim {claim} (nonce {nonce}) {} slot {slot}; if interrupted, the same command with --nonce {nonce} resumes it",
+            match resumed {
+                true => "found, opened in",
+                false => "opened in",
+            }
+        ),
         ClaimStage::Computed { answer, seconds } => format!(
             "answer computed off chain in {seconds:.3} s: {} ids",
             answer.ids.len()
