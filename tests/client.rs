@@ -3,6 +3,8 @@
 
 #[path = "client/bad_input.rs"]
 mod bad_input;
+#[path = "client/claims.rs"]
+mod claims;
 #[path = "client/crank.rs"]
 mod crank;
 #[path = "client/deployed_program.rs"]

@@ -1,12 +1,14 @@
 //! Curta client: publish, seal, verify and close models, and run them off chain and on chain,
 //! against an RPC endpoint or an in-process bank running the real program.
 //!
-//! Three rooms: [`send`] signs and sends transactions (the engine, the transaction formats,
+//! Four rooms: [`send`] signs and sends transactions (the engine, the transaction formats,
 //! the transports, progress), knowing nothing of models or runs; [`model`] publishes, seals,
-//! closes, inspects and verifies models; [`run`] runs them. The CLI ([`cli`]) is a thin layer
-//! over the functions re-exported here.
+//! closes, inspects and verifies models; [`run`] runs them; [`claim`] makes, watches and
+//! disputes optimistic claims of their answers. The CLI ([`cli`]) is a thin layer over the
+//! functions re-exported here.
 
 pub mod artifact;
+pub mod claim;
 pub mod cli;
 pub mod error;
 pub mod model;

@@ -423,3 +423,38 @@ fn artifact_commands_honour_output_json() {
         hash.as_str()
     );
 }
+
+/// `client claim` refuses input OpenClaim would refuse before it reads the cluster (port 9:
+/// nothing may be sent): the option named, "(nothing was sent)", exit status 1.
+#[test]
+fn claim_input_is_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let keypair = dir.path().join("claimer.json");
+    let bytes = solana_keypair::Keypair::new().to_bytes().to_vec();
+    std::fs::write(&keypair, serde_json::to_string(&bytes).unwrap()).unwrap();
+    let keypair = keypair.display().to_string();
+    let model = "11111111111111111111111111111111";
+    for (args, message) in [
+        (
+            vec!["--window", "149"],
+            "--window: 149 slots is out of range: a challenge window is 150 to 432000 slots",
+        ),
+        (
+            vec!["--temperature", "0", "--seed-source", "chosen"],
+            "--seed-source: chosen is for sampled claims",
+        ),
+        (
+            vec!["--temperature", "0.5", "--seed-source", "none"],
+            "--seed-source: none is for greedy claims",
+        ),
+    ] {
+        let mut all = vec!["claim", model, "-k", &keypair, "-u", "http://127.0.0.1:9"];
+        all.extend(args);
+        let (ok, _, err) = client(&all);
+        assert!(!ok, "{all:?}");
+        assert!(
+            err.contains(message) && err.contains("(nothing was sent)"),
+            "{err}"
+        );
+    }
+}

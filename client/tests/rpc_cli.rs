@@ -392,3 +392,159 @@ async fn cli_run_on_chain_over_rpc_equals_run_of_the_file() {
         after - 5_000 * (steps + 1) - 5_000
     );
 }
+
+/// `client claim --no-wait` over RPC: a greedy claim answered with the tokens `client run` of
+/// the file prints, the claimer's balance lower by its two fees and what the claim holds (its
+/// rent and the minimum bond); `client claims --claimer` lists it; `client close-claim`
+/// refuses it within its window (exit status 1, nothing spent); the same command again
+/// resumes it without a transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_claim_over_rpc_answers_what_run_of_the_file_prints() {
+    let claimer = Keypair::new();
+    let shim = RpcShim::start(&[(claimer.pubkey(), 100 * SOL)]).await;
+    let url = shim.url();
+    let banks = shim.banks();
+    let dir = tempfile::tempdir().unwrap();
+    let keypair = dir.path().join("claimer.json");
+    std::fs::write(
+        &keypair,
+        serde_json::to_string(&claimer.to_bytes().to_vec()).unwrap(),
+    )
+    .unwrap();
+    let stories = curta_core::convert::convert(
+        curta_client::rehearse::STORIES260K,
+        curta_client::rehearse::TOK512,
+    )
+    .unwrap();
+    let path = dir.path().join("stories260K.curta");
+    std::fs::write(&path, &stories).unwrap();
+    let file = path.display().to_string();
+    let published = client_json(&["publish", &file, "--seal"], &url, &keypair, "confirmed").await;
+    let model = published["model"].as_str().unwrap().to_string();
+    let options = [
+        "--prompt",
+        "Once upon a time",
+        "--steps",
+        "6",
+        "--temperature",
+        "0",
+    ];
+    let off = client_json(
+        &[&["run", &file][..], &options[..]].concat(),
+        &url,
+        &keypair,
+        "confirmed",
+    )
+    .await;
+    let before = banks.get_balance(claimer.pubkey()).await.unwrap();
+    let claim_args = [
+        &["claim", &model, "--no-wait", "--nonce", "0"][..],
+        &options[..],
+    ]
+    .concat();
+    let claimed = client_json(&claim_args, &url, &keypair, "confirmed").await;
+    assert_eq!(claimed["tokens"], off["tokens"]);
+    assert_eq!(claimed["text"], off["text"]);
+    assert_eq!(claimed["state"], "answered");
+    assert_eq!(claimed["seed_source"], "none");
+    assert_eq!(claimed["transactions"], 2);
+    assert_eq!(claimed["fees"], 10_000);
+    let held = claimed["lamports_held"].as_u64().unwrap();
+    assert_eq!(
+        held,
+        claimed["rent"].as_u64().unwrap() + claimed["minimum_bond"].as_u64().unwrap()
+    );
+    let after = banks.get_balance(claimer.pubkey()).await.unwrap();
+    assert_eq!(before - after, 10_000 + held);
+    let address = claimed["claim"].as_str().unwrap().to_string();
+
+    let me = claimer.pubkey().to_string();
+    let listed = client_json(
+        &["claims", &model, "--claimer", &me, "--nonces", "4"],
+        &url,
+        &keypair,
+        "confirmed",
+    )
+    .await;
+    assert_eq!(listed["claims"][0]["address"], address.as_str());
+    assert_eq!(listed["claims"][0]["state"], "answered");
+    assert_eq!(listed["claims"].as_array().unwrap().len(), 1);
+
+    let mut args: Vec<String> = ["close-claim", &address, "--url", &url, "--keypair"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.push(keypair.display().to_string());
+    let (ok, _, stderr) = client(args).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "claim account {address}: is answered and within its challenge window until slot"
+        )),
+        "{stderr}"
+    );
+    let resumed = client_json(&claim_args, &url, &keypair, "confirmed").await;
+    assert_eq!(resumed["resumed"], true);
+    assert_eq!(resumed["transactions"], 0);
+    assert_eq!(resumed["tokens"], off["tokens"]);
+    assert_eq!(banks.get_balance(claimer.pubkey()).await.unwrap(), after);
+}
+
+/// `client watch --output json` stops cleanly on Ctrl-C (SIGINT): its first line is the
+/// `started` event, its last the `stopped` summary, and it exits with status 0. This node has
+/// no getProgramAccounts, so each poll in between is reported as `trouble` and tried again
+/// (a node that fails is no reason to stop watching).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_watch_stops_cleanly_on_ctrl_c() {
+    use std::io::BufRead;
+    let watcher = Keypair::new();
+    let shim = RpcShim::start(&[(watcher.pubkey(), SOL)]).await;
+    let url = shim.url();
+    let dir = tempfile::tempdir().unwrap();
+    let keypair = dir.path().join("watcher.json");
+    std::fs::write(
+        &keypair,
+        serde_json::to_string(&watcher.to_bytes().to_vec()).unwrap(),
+    )
+    .unwrap();
+    let model = Pubkey::new_unique().to_string();
+    let keypair = keypair.display().to_string();
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_client"))
+            .args(["watch", "--model", &model, "--challenge", "--poll-ms", "50"])
+            .args(["--url", &url, "--keypair", &keypair, "--output", "json"])
+            .env("RUST_LOG", "error")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut lines = Vec::new();
+        let mut line = String::new();
+        while lines.len() < 2 && stdout.read_line(&mut line).unwrap() > 0 {
+            lines.push(std::mem::take(&mut line));
+        }
+        let pid = child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success());
+        lines.extend(stdout.lines().map(Result::unwrap));
+        assert!(child.wait().unwrap().success(), "{lines:?}");
+        lines
+    })
+    .await
+    .unwrap();
+    let events: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events[0]["event"], "started", "{lines:?}");
+    assert_eq!(events[0]["watcher"], watcher.pubkey().to_string());
+    assert_eq!(events[0]["challenge"], true);
+    assert_eq!(events[1]["event"], "trouble", "{lines:?}");
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "stopped", "{lines:?}");
+    assert_eq!(last["verified"], 0);
+    assert_eq!(last["disputes_left"], serde_json::json!([]));
+}

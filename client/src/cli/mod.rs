@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod artifact;
+pub mod claim;
 pub mod config;
 pub mod model;
 pub mod program;
@@ -58,6 +59,16 @@ pub enum Command {
     /// Compare the executable deployed at a program id with the local build (sha256 without
     /// trailing zeros, as solana-verify computes it)
     VerifyProgram(program::VerifyProgramArgs),
+    /// Open an optimistic claim of a sealed model: post an answer computed off chain with a
+    /// bond, and wait until its challenge window passes
+    Claim(claim::ClaimArgs),
+    /// List a model's claims: state, slots, window end, bond, challenger
+    Claims(claim::ClaimsArgs),
+    /// Close one of the signer's claims (open, settled or resolved) and recover its rent and bond
+    CloseClaim(claim::CloseClaimArgs),
+    /// Watch claims: recompute every answer off chain, report it, and with --challenge dispute
+    /// wrong ones on chain (runs until Ctrl-C)
+    Watch(claim::WatchArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -85,6 +96,10 @@ pub fn main() -> ExitCode {
         Command::Runs(args) => run::runs(args, global),
         Command::CloseRun(args) => run::close_run(args, global),
         Command::VerifyProgram(args) => program::verify_program(args, global),
+        Command::Claim(args) => claim::claim(args, global),
+        Command::Claims(args) => claim::claims(args, global),
+        Command::CloseClaim(args) => claim::close_claim(args, global),
+        Command::Watch(args) => claim::watch(args, global),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

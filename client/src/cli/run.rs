@@ -132,7 +132,7 @@ pub struct PerplexityArgs {
     pub tokens: Option<String>,
 }
 
-fn parse_ids(what: &str, s: &str) -> Result<Vec<u32>> {
+pub(super) fn parse_ids(what: &str, s: &str) -> Result<Vec<u32>> {
     s.split(',')
         .map(|t| {
             u32::from_str(t.trim()).map_err(|_| {
@@ -157,21 +157,30 @@ fn fixed(what: &str, text: &str, min: u32, max: u32, range: &str) -> Result<u32>
 }
 
 fn settings(args: &GenerationArgs) -> Result<(Settings, u64)> {
+    settings_of(&args.temperature, &args.top_p, args.seed)
+}
+
+/// `--temperature`, `--top-p` and `--seed` (from the clock when not given), checked.
+pub(super) fn settings_of(
+    temperature: &str,
+    top_p: &str,
+    seed: Option<u64>,
+) -> Result<(Settings, u64)> {
     let temperature = fixed(
         "--temperature",
-        &args.temperature,
+        temperature,
         0,
         MAX_TEMPERATURE,
         &format!("0 (greedy) to {}", Fixed16(MAX_TEMPERATURE)),
     )?;
     let top_p = fixed(
         "--top-p",
-        &args.top_p,
+        top_p,
         1,
         ONE,
         "above 0 (at least 0.00001), at most 1",
     )?;
-    let seed = match args.seed {
+    let seed = match seed {
         Some(0) if temperature != 0 => {
             bail!("--seed 0 cannot sample (it is xorshift64*'s fixed point): use any other seed")
         }
@@ -227,7 +236,12 @@ impl Source {
 }
 
 fn prompt(args: &GenerationArgs) -> Result<Prompt> {
-    Ok(match (&args.prompt, &args.prompt_tokens) {
+    prompt_of(&args.prompt, &args.prompt_tokens)
+}
+
+/// `--prompt` or `--prompt-tokens` (an empty text when neither).
+pub(super) fn prompt_of(text: &Option<String>, ids: &Option<String>) -> Result<Prompt> {
+    Ok(match (text, ids) {
         (_, Some(ids)) => Prompt::Tokens(parse_ids("--prompt-tokens", ids)?),
         (Some(text), None) => Prompt::Text(text.clone().into_bytes()),
         (None, None) => Prompt::Text(Vec::new()),
@@ -527,13 +541,13 @@ fn replay_text(r: &crate::run::onchain::Replay) -> String {
     )
 }
 
-fn pubkey(what: &str, text: &str) -> Result<solana_pubkey::Pubkey> {
+pub(super) fn pubkey(what: &str, text: &str) -> Result<solana_pubkey::Pubkey> {
     solana_pubkey::Pubkey::from_str(text)
         .map_err(|_| anyhow!("{what} '{text}' is not a base-58 address"))
 }
 
 /// `A..B` (B excluded), or a count `N` meaning `0..N`.
-fn nonce_range(text: &str) -> Result<std::ops::Range<u32>> {
+pub(super) fn nonce_range(text: &str) -> Result<std::ops::Range<u32>> {
     let bad = || anyhow!("--nonces '{text}': expected A..B (B excluded, A < B) or a count");
     let range = match text.split_once("..") {
         Some((a, b)) => {

@@ -65,6 +65,19 @@ pub struct BankTransport {
     /// The outcome of every transaction this transport handed over that executed.
     outcomes: Outcomes,
     ledger: Ledger,
+    /// What [`Transport::program_accounts`] looks at: every account a transaction sent
+    /// through this transport may write (the bank has no getProgramAccounts), less those seen
+    /// holding other nonzero bytes where a query's first filter looks (an account of another
+    /// kind: a model, a weight account, a run).
+    written: Mutex<Written>,
+}
+
+/// See [`BankTransport::written`].
+#[derive(Default)]
+struct Written {
+    candidates: std::collections::BTreeSet<Pubkey>,
+    /// By the first filter's offset and bytes: the addresses that hold something else.
+    other: HashMap<(usize, Vec<u8>), std::collections::HashSet<Pubkey>>,
 }
 
 /// The Clock and SlotHashes sysvars of the bank's next slot, as programs read them: the clock
@@ -213,6 +226,7 @@ impl BankTransport {
             program: so.describe(),
             outcomes: Outcomes::default(),
             ledger: Ledger::default(),
+            written: Mutex::default(),
         })
     }
 
@@ -451,6 +465,20 @@ impl Transport for BankTransport {
 
     async fn send(&self, transactions: &[VersionedTransaction]) -> Result<(), Error> {
         let mut usable: HashMap<Hash, bool> = HashMap::new();
+        {
+            let mut written = self.written.lock().unwrap();
+            for transaction in transactions {
+                let message = &transaction.message;
+                for (i, key) in message.static_account_keys().iter().enumerate() {
+                    if message.is_maybe_writable_with_reserved_addresses(
+                        i,
+                        None::<&std::collections::HashSet<Pubkey>>,
+                    ) {
+                        written.candidates.insert(*key);
+                    }
+                }
+            }
+        }
         for transaction in transactions {
             let blockhash = *transaction.message.recent_blockhash();
             let ok = match usable.get(&blockhash) {
@@ -568,6 +596,42 @@ impl Transport for BankTransport {
         context.set_sysvar(&hashes);
         context.set_sysvar(&clock);
         Ok(())
+    }
+
+    async fn program_accounts(
+        &self,
+        filters: &[(usize, Vec<u8>)],
+    ) -> Result<Vec<(Pubkey, Account)>, Error> {
+        let first = filters.first().cloned().unwrap_or_default();
+        let candidates: Vec<Pubkey> = {
+            let written = self.written.lock().unwrap();
+            let other = written.other.get(&first);
+            written
+                .candidates
+                .iter()
+                .filter(|k| other.is_none_or(|o| !o.contains(k)))
+                .copied()
+                .collect()
+        };
+        let mut found = Vec::new();
+        let mut other = Vec::new();
+        for (address, account) in candidates.iter().zip(self.get_accounts(&candidates).await?) {
+            let Some(account) = account.filter(|a| a.lamports > 0) else {
+                continue;
+            };
+            if account.owner == self.program_id && super::matches_filters(&account.data, filters) {
+                found.push((*address, account));
+                continue;
+            }
+            let (at, bytes) = &first;
+            let held = account.data.get(*at..at + bytes.len());
+            if held.is_some_and(|held| held != bytes.as_slice() && held.iter().any(|&b| b != 0)) {
+                other.push(*address);
+            }
+        }
+        let mut written = self.written.lock().unwrap();
+        written.other.entry(first).or_default().extend(other);
+        Ok(found)
     }
 
     async fn simulate(&self, transaction: &VersionedTransaction) -> Result<Simulation, Error> {

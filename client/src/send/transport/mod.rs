@@ -131,4 +131,38 @@ pub trait Transport {
     async fn wait_for_progress(&self) {
         tokio::time::sleep(self.profile().poll).await
     }
+    /// The cluster's slot at the transport's commitment: the Clock sysvar's.
+    async fn slot(&self) -> Result<u64, Error> {
+        let clock = solana_sdk::sysvar::clock::ID;
+        let account = self.get_accounts(&[clock]).await?.remove(0);
+        let data = account.map(|a| a.data).unwrap_or_default();
+        // The Clock's first field is its slot (u64 little-endian).
+        match data.first_chunk::<8>() {
+            Some(slot) => Ok(u64::from_le_bytes(*slot)),
+            None => Err(Error::Transport(format!(
+                "the Clock sysvar {clock} holds {} bytes, not a clock",
+                data.len()
+            ))),
+        }
+    }
+    /// The program's accounts whose data holds each `(offset, bytes)` of `filters`
+    /// (getProgramAccounts with memcmp filters over RPC; on the bank, among the accounts its
+    /// own transactions wrote). A transport that cannot list them says so.
+    async fn program_accounts(
+        &self,
+        filters: &[(usize, Vec<u8>)],
+    ) -> Result<Vec<(Pubkey, Account)>, Error> {
+        let _ = filters;
+        Err(Error::Transport(format!(
+            "{} cannot list the program's accounts",
+            self.describe()
+        )))
+    }
+}
+
+/// Whether `data` holds every `(offset, bytes)` of `filters` (a memcmp filter's test).
+pub fn matches_filters(data: &[u8], filters: &[(usize, Vec<u8>)]) -> bool {
+    filters
+        .iter()
+        .all(|(at, bytes)| data.get(*at..at + bytes.len()) == Some(bytes.as_slice()))
 }

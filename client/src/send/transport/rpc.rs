@@ -343,6 +343,49 @@ impl Transport for RpcTransport {
         }
     }
 
+    async fn program_accounts(
+        &self,
+        filters: &[(usize, Vec<u8>)],
+    ) -> Result<Vec<(Pubkey, Account)>, Error> {
+        use solana_client::rpc_config::RpcProgramAccountsConfig;
+        use solana_client::rpc_filter::{Memcmp, RpcFilterType};
+        let config = RpcProgramAccountsConfig {
+            filters: Some(
+                filters
+                    .iter()
+                    .map(|(at, bytes)| {
+                        RpcFilterType::Memcmp(Memcmp::new_raw_bytes(*at, bytes.clone()))
+                    })
+                    .collect(),
+            ),
+            account_config: RpcAccountInfoConfig {
+                encoding: Some(UiAccountEncoding::Base64Zstd),
+                commitment: Some(self.commitment),
+                ..RpcAccountInfoConfig::default()
+            },
+            with_context: None,
+            sort_results: None,
+        };
+        let found = self
+            .client
+            .get_program_ui_accounts_with_config(&self.program_id, config)
+            .await
+            .map_err(rpc_error)?;
+        let mut accounts = Vec::with_capacity(found.len());
+        for (address, ui) in found {
+            let account = ui.to_account().ok_or_else(|| {
+                rpc_error(format!(
+                    "getProgramAccounts: account {address}: data or owner not decodable"
+                ))
+            })?;
+            // A node that ignores a filter gives more than was asked.
+            if super::matches_filters(&account.data, filters) {
+                accounts.push((address, account));
+            }
+        }
+        Ok(accounts)
+    }
+
     async fn simulate(&self, transaction: &VersionedTransaction) -> Result<Simulation, Error> {
         let config = RpcSimulateTransactionConfig {
             sig_verify: false,
