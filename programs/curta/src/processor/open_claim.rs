@@ -90,11 +90,12 @@ fn open_claim(
     if !same_address(claim_info.key(), &expected) {
         return Err(CurtaError::ClaimAddressMismatch.into());
     }
-    let (kind, count, body_len) = match prompt {
-        Prompt::Text(text) => (0u8, text.len(), text.len()),
-        Prompt::Tokens(ids) => (1u8, ids.len(), 4 * ids.len()),
-    };
-    let prompt_len = 1 + 4 + body_len;
+    let prompt_len = 1
+        + 4
+        + match prompt {
+            Prompt::Text(text) => text.len(),
+            Prompt::Tokens(ids) => 4 * ids.len(),
+        };
     let mut data = owned_data(claim_info, program_id)?;
     if data.len() != claim_len(prompt_len) {
         return Err(CurtaError::ClaimSizeMismatch.into());
@@ -105,8 +106,40 @@ fn open_claim(
     if !(MIN_WINDOW..=MAX_WINDOW).contains(&t.window) {
         return Err(CurtaError::InvalidWindow.into());
     }
-    // The run a dispute starts must be one StartRun would start: the settings, the ids and
-    // the context (a text prompt bounded by its bytes, so that its encoding always fits).
+    dispute_can_run(&config, t, prompt)?;
+    if t.priority_price > MAX_PRIORITY_PRICE {
+        return Err(CurtaError::InvalidPriorityPrice.into());
+    }
+    let least = least_bond(
+        &config,
+        &prompt,
+        t.steps,
+        t.settings.temperature,
+        t.priority_price,
+    );
+    let rent = minimum_balance(data.len())?;
+    if t.bond < least || claim_info.lamports() < rent.saturating_add(t.bond) {
+        pinocchio::log::sol_log_64(least, t.bond, rent, claim_info.lamports(), 0);
+        return Err(CurtaError::BondTooLow.into());
+    }
+
+    let open_slot = current_slot()?;
+    write_claim(
+        &mut data,
+        t,
+        model_info.key(),
+        claimer.key(),
+        open_slot,
+        prompt,
+    );
+    Ok(())
+}
+
+/// The run a dispute would start is one StartRun starts (`InvalidRun`, the reason logged): the
+/// settings, the ids, the context (a text counted as its bytes + 2, so that its encoding
+/// always fits) and a text's encoding within the state buffer (`PromptTooLongToEncode`).
+#[inline(always)]
+fn dispute_can_run(config: &curta_core::Config, t: &Terms, prompt: Prompt) -> ProgramResult {
     if (t.settings.temperature == 0) != (t.source == SeedSource::None) {
         pinocchio::log::sol_log("claim: seed source 0 is for greedy claims (temperature 0) only");
         return Err(CurtaError::InvalidRun.into());
@@ -117,7 +150,7 @@ fn open_claim(
     // A text the dispute run's state buffer cannot hold the encoding of (StartRun's
     // `PromptTooLongToEncode`) would make the claim one no dispute could check.
     if let Prompt::Text(text) = prompt {
-        let state_len = curta_core::infer::state_len(&config);
+        let state_len = curta_core::infer::state_len(config);
         if curta_core::infer::encode_scratch_len(text.len()) > state_len {
             return Err(CurtaError::PromptTooLongToEncode.into());
         }
@@ -137,41 +170,42 @@ fn open_claim(
         );
         return Err(CurtaError::InvalidRun.into());
     }
-    if t.priority_price > MAX_PRIORITY_PRICE {
-        return Err(CurtaError::InvalidPriorityPrice.into());
-    }
-    let least = least_bond(
-        &config,
-        &prompt,
-        t.steps,
-        t.settings.temperature,
-        t.priority_price,
-    );
-    let rent = minimum_balance(data.len())?;
-    if t.bond < least || claim_info.lamports() < rent.saturating_add(t.bond) {
-        pinocchio::log::sol_log_64(least, t.bond, rent, claim_info.lamports(), 0);
-        return Err(CurtaError::BondTooLow.into());
-    }
+    Ok(())
+}
 
+/// Writes the open claim's header and its prompt's wire bytes.
+#[inline(always)]
+fn write_claim(
+    data: &mut [u8],
+    t: &Terms,
+    model: &Pubkey,
+    claimer: &Pubkey,
+    open_slot: u64,
+    prompt: Prompt,
+) {
+    let (kind, count) = match prompt {
+        Prompt::Text(text) => (0u8, text.len()),
+        Prompt::Tokens(ids) => (1u8, ids.len()),
+    };
     data[f::MAGIC..f::MAGIC + 8].copy_from_slice(&CLAIM_MAGIC);
     data[f::VERSION] = CLAIM_VERSION;
     data[f::STATE] = ClaimState::Open as u8;
     data[f::SEED_SOURCE] = t.source as u8;
-    put_u32(&mut data, f::NONCE, t.nonce);
-    put_bytes(&mut data, f::MODEL, model_info.key());
-    put_bytes(&mut data, f::CLAIMER, claimer.key());
-    put_u32(&mut data, f::STEPS, t.steps);
-    put_u32(&mut data, f::TEMPERATURE, t.settings.temperature);
-    put_u32(&mut data, f::TOP_P, t.settings.top_p);
-    put_u32(&mut data, f::WINDOW, t.window);
-    put_u64(&mut data, f::CLAIMER_SEED, t.settings.seed);
-    put_u64(&mut data, f::OPEN_SLOT, current_slot()?);
+    put_u32(data, f::NONCE, t.nonce);
+    put_bytes(data, f::MODEL, model);
+    put_bytes(data, f::CLAIMER, claimer);
+    put_u32(data, f::STEPS, t.steps);
+    put_u32(data, f::TEMPERATURE, t.settings.temperature);
+    put_u32(data, f::TOP_P, t.settings.top_p);
+    put_u32(data, f::WINDOW, t.window);
+    put_u64(data, f::CLAIMER_SEED, t.settings.seed);
+    put_u64(data, f::OPEN_SLOT, open_slot);
     if t.source == SeedSource::Chosen {
-        put_u64(&mut data, f::SEED, t.settings.seed);
+        put_u64(data, f::SEED, t.settings.seed);
     }
-    put_u64(&mut data, f::BOND, t.bond);
-    put_u64(&mut data, f::PRIORITY_PRICE, t.priority_price);
-    put_u32(&mut data, f::PROMPT_LEN, prompt_len as u32);
+    put_u64(data, f::BOND, t.bond);
+    put_u64(data, f::PRIORITY_PRICE, t.priority_price);
+    put_u32(data, f::PROMPT_LEN, (data.len() - CLAIM_HEADER_LEN) as u32);
     let rest = &mut data[CLAIM_HEADER_LEN..];
     rest[0] = kind;
     rest[1..5].copy_from_slice(&(count as u32).to_le_bytes());
@@ -183,7 +217,6 @@ fn open_claim(
             }
         }
     }
-    Ok(())
 }
 
 /// [`claim_bond`] in a frame of its own (one copy of the cost model's loop in the binary).
