@@ -256,10 +256,10 @@ test('the claim instructions\' bytes and accounts, written out by hand (OpenClai
   assert.deepEqual(roles(close), [[claim, W], [claimer, WS]])
   for (const ix of [open, answer, challenge, resolve, close]) assert.equal(ix.programAddress, CURTA_PROGRAM_ID)
   assert.deepEqual(
-    [47, 51, 54, 58, 60].map((code) => programError(code)?.name),
-    ['NotAClaim', 'BondTooLow', 'WindowClosed', 'DisputeRunLocked', 'InvalidAnswer'],
+    [47, 51, 54, 58, 60, 61].map((code) => programError(code)?.name),
+    ['NotAClaim', 'BondTooLow', 'WindowClosed', 'DisputeRunLocked', 'InvalidAnswer', 'InvalidPriorityPrice'],
   )
-  assert.equal(programError(61), undefined)
+  assert.equal(programError(62), undefined)
 })
 
 // verifyClaim on stories260K against the Rust core's runs (golden/run.json).
