@@ -126,9 +126,9 @@ export interface OpenClaimOptions extends SendOptions {
   seed?: bigint
   /** The challenge window in slots, 150 to 432,000 (default 150). */
   window?: number
-  /** Micro-lamports per compute unit the bond covers a dispute's steps at (default 0). */
+  /** Micro-lamports per compute unit the bond covers a dispute's steps at: 0 (the default) to `MAX_PRIORITY_PRICE`. */
   priorityPrice?: bigint
-  /** Lamports (default and least: `claimBond` of the model's configuration, the prompt, the steps and the price). */
+  /** Lamports (default and least: `claimBond` of the model's configuration, the prompt, the steps, the temperature and the price). */
   bond?: bigint
   /** The transaction's compute-unit limit (default 400,000). */
   computeUnits?: number
@@ -155,7 +155,9 @@ export async function openClaim(rpc: RunRpc, options: OpenClaimOptions): Promise
   const seedSource = options.seedSource ?? (temperature === 0 ? 'none' : 'drawn')
   const seed = options.seed ?? (seedSource === 'none' ? 0n : randomU64())
   const priorityPrice = options.priorityPrice ?? 0n
-  const bond = options.bond ?? claimBond(model.config, options.prompt, options.steps, priorityPrice)
+  // The least bond, computed even when a bond is given: a price above MAX_PRIORITY_PRICE throws here.
+  const least = claimBond(model.config, options.prompt, options.steps, temperature, priorityPrice)
+  const bond = options.bond ?? least
   const claim = await claimAddress(programId, options.claimer.address, options.model, nonce)
   const space = claimAccountLength(options.prompt)
   const rent = await rpc.getMinimumBalanceForRentExemption(BigInt(space)).send()
