@@ -77,6 +77,7 @@ export type { RunUnits } from './claim-cost.js'
 export {
   SLOT_HASHES_ID,
   answerClaim,
+  claimComputeUnits,
   challengeClaim,
   closeClaim,
   fetchClaim,
