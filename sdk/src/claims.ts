@@ -61,7 +61,8 @@ const units = (n: number) => Math.min(Math.ceil(n), 1_400_000)
  * VM measured (tests/program/claims.rs, `compute_units_of_claims`: the stories15M shape, token 1,
  * 256 steps), with twice what grows with the claim and 300 for the compute-budget and system
  * instructions. test/chain-claims.test.ts simulates each transaction on the program first and
- * checks that it uses at most half its limit. Each function takes `computeUnits` to ask another.
+ * checks that it uses at most two thirds of its limit. Each function takes `computeUnits` to ask
+ * another.
  */
 export const claimComputeUnits = {
   /** OpenClaim with the account's creation: 3,032 measured for one id; each id more about 36 (checked, then copied). */
@@ -72,9 +73,9 @@ export const claimComputeUnits = {
    */
   answer: (): number => units(2 * (1_592 + 36 * 511) + BESIDE),
   /**
-   * Challenge with the dispute run's creation: 21,311 measured (an ids prompt), of which the run's
-   * state zeroed, a unit per 250 bytes (2,718 of stories15M's 679,480): twice that for the
-   * model's state. A text prompt's encoding begins in it as in StartRun (up to
+   * Challenge with the dispute run's creation: 21,311 measured for an ids prompt, the run's state
+   * zeroed among them (a unit per 250 bytes: 2,718 for stories15M's 679,480); and twice the
+   * zeroing of this model's state. A text prompt's encoding begins in it as in StartRun (up to
    * `START_ENCODE_BUDGET`, 1,000,000 units): 1,400,000, as `startRun` asks.
    */
   challenge: (prompt: RunPrompt, config: Config): number => ('text' in prompt ? 1_400_000 : units(2 * 21_311 + BESIDE + (2 * stateLength(config)) / 250)),
