@@ -2,7 +2,8 @@
  * The bond a claim posts (programs/curta-interface/src/cost.rs: `claim_bond` and what it counts):
  * every transaction a dispute of the claim takes at most, at the base fee and `STEP_UNITS` at the
  * claim's priority price. The program refuses a bond below it (`BondTooLow`), so this is contract:
- * the same integers as the Rust, in BigInt (u64 arithmetic, saturating where the Rust saturates).
+ * the same integers as the Rust, in BigInt. Only the closed form the program evaluates
+ * (`RunUnits`) is mirrored here, not the per-stage step cost model it sums.
  */
 
 import type { Config } from './layout.js'
@@ -14,151 +15,94 @@ export const STEP_UNITS = 1_250_000n
 export const BASE_FEE = 5_000n
 /** Transactions of a dispute besides its steps: Challenge (with the run's creation) and Resolve. */
 export const DISPUTE_EXTRA_TRANSACTIONS = 2n
+/** The highest priority price a claim may record, micro-lamports a unit (OpenClaim refuses more: `InvalidPriorityPrice`). */
+export const MAX_PRIORITY_PRICE = 10_000_000_000n
 
-const U64_MAX = (1n << 64n) - 1n
-const U32_MAX = 0xffff_ffffn
+/** curta-core's `HIST_LEN`: the indices of the exponential table the cut walks. */
 const HIST_LEN = 4097n
-const LAYER_STAGES = 10
 
-/** A stage of a run (curta-core's `Stage`), by name; the layer's stages carry their layer. */
-export type StageName =
-  | 'embed'
-  | 'attentionNorm'
-  | 'query'
-  | 'key'
-  | 'value'
-  | 'rotary'
-  | 'attention'
-  | 'output'
-  | 'feedForwardNorm'
-  | 'hidden'
-  | 'down'
-  | 'finalNorm'
-  | 'classifier'
-  | 'max'
-  | 'weigh'
-  | 'cut'
-  | 'draw'
-
-const LAYER: readonly StageName[] = ['attentionNorm', 'query', 'key', 'value', 'rotary', 'attention', 'output', 'feedForwardNorm', 'hidden', 'down']
-const TAIL: readonly StageName[] = ['finalNorm', 'classifier', 'max', 'weigh', 'cut', 'draw']
-
-/** Stage code `code` (`Stage::of`): 0 Embed, 1 + 10l + k the k-th stage of layer l, then the final six. */
-export function stageOf(code: number, layers: number): StageName | undefined {
-  if (code === 0) return 'embed'
-  const c = code - 1
-  if (c < layers * LAYER_STAGES) return LAYER[c % LAYER_STAGES]
-  return TAIL[c - layers * LAYER_STAGES]
-}
-
-/** Items of a stage (`Stage::items`). */
-export function stageItems(stage: StageName, c: Config): bigint {
-  switch (stage) {
-    case 'query':
-    case 'output':
-    case 'down':
-      return BigInt(c.dim)
-    case 'key':
-    case 'value':
-      return BigInt((c.dim * c.kvHeads) / c.heads)
-    case 'attention':
-      return BigInt(c.heads)
-    case 'hidden':
-      return BigInt(c.hiddenDim)
-    case 'classifier':
-    case 'max':
-    case 'weigh':
-    case 'draw':
-      return BigInt(c.vocabSize)
-    default:
-      return 1n
-  }
+/**
+ * A token's estimated units in closed form (cost.rs's `RunUnits`): `layers` (embed and every
+ * layer's items but attention's per-position part), `perPosition` (every layer's heads, per
+ * position attended, pos + 1), `end` (a generated token's final norm, classifier and sampling;
+ * weigh, cut and draw only with a temperature), `largest` (the largest item of any stage but
+ * attention), and one attention head's item, `head + headPerPosition × (pos + 1)`.
+ */
+export interface RunUnits {
+  layers: bigint
+  perPosition: bigint
+  end: bigint
+  largest: bigint
+  head: bigint
+  headPerPosition: bigint
 }
 
 /** One row product of `columns` columns (cost.rs's `row`). */
 const row = (columns: bigint) => (55n * columns) / 16n + (columns % 32n) / 2n + 8n * (columns % 4n) + 36n
-/** One row of a matrix of `rows` rows: the row and its share of the stage's own work (cost.rs's `matrix`). */
-const matrix = (columns: bigint, rows: bigint) => row(columns) + (5n * columns + 300n) / rows
 
-/** The estimated compute units of one item of `stage` at `pos` (cost.rs's `step_cost`; the temperature changes nothing). */
-export function stepCost(stage: StageName, c: Config, pos: number | bigint): bigint {
+/** cost.rs's `RunUnits::of`: a run of configuration `c` at `temperature` (0 greedy). */
+export function runUnits(c: Config, temperature: number): RunUnits {
   const [d, h, v] = [BigInt(c.dim), BigInt(c.hiddenDim), BigInt(c.vocabSize)]
-  const kv = BigInt((c.dim * c.kvHeads) / c.heads)
-  const headSize = BigInt(Math.floor(c.dim / c.heads))
-  const positions = BigInt(pos) + 1n
-  switch (stage) {
-    case 'embed':
-      return 12n * d + 200n
-    case 'attentionNorm':
-    case 'feedForwardNorm':
-    case 'finalNorm':
-      return 32n * d + 600n
-    case 'query':
-      return matrix(d, d)
-    case 'key':
-      return matrix(d, kv)
-    case 'value':
-      return matrix(d, kv) + 20n
-    case 'classifier':
-      return matrix(d, v)
-    case 'rotary':
-      return 40n * (d + kv) + 200n
-    case 'attention':
-      return headSize === 8n ? positions * 104n + 1_000n : positions * (9n * headSize + 76n) + 1_500n
-    case 'hidden':
-      return 2n * row(d) + (5n * d + 300n) / h + 60n
-    case 'output':
-      return matrix(d, d) + 30n
-    case 'down':
-      return matrix(h, d) + 30n
-    case 'max':
-      return 10n
-    case 'weigh':
-      return 28n
-    case 'cut':
-      return 17n * HIST_LEN + 2_000n
-    case 'draw':
-      return 31n
+  const [heads, l] = [BigInt(c.heads), BigInt(c.layers)]
+  const kv = (d * BigInt(c.kvHeads)) / heads
+  const headSize = d / heads
+  const [head, headPerPosition] = headSize === 8n ? [1_000n, 104n] : [1_500n, 9n * headSize + 76n]
+  const norm = 32n * d + 600n
+  // A matrix stage's rows: each row's product and its share of the stage's own work.
+  const rows = (n: bigint, columns: bigint, extra: bigint) => n * (row(columns) + extra + (5n * columns + 300n) / n)
+  const hiddenItem = 2n * row(d) + (5n * d + 300n) / h + 60n
+  const layer =
+    2n * norm + rows(d, d, 0n) + rows(kv, d, 0n) + rows(kv, d, 20n) + 40n * (d + kv) + 200n + heads * head + rows(d, d, 30n) + h * hiddenItem + rows(d, h, 30n)
+  const cut = temperature === 0 ? 0n : 17n * HIST_LEN + 2_000n
+  const sampled = temperature === 0 ? 0n : (28n + 31n) * v + cut
+  const items = [
+    12n * d + 200n,
+    norm,
+    40n * (d + kv) + 200n,
+    hiddenItem,
+    row(d) + (5n * d + 300n) / kv + 20n,
+    row(d) + (5n * d + 300n) / d + 30n,
+    row(h) + (5n * h + 300n) / d + 30n,
+    row(d) + (5n * d + 300n) / v,
+    cut,
+  ]
+  return {
+    layers: 12n * d + 200n + l * layer,
+    perPosition: l * heads * headPerPosition,
+    end: norm + rows(v, d, 0n) + 10n * v + sampled,
+    largest: items.reduce(max),
+    head,
+    headPerPosition,
   }
 }
 
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 const max = (a: bigint, b: bigint) => (a > b ? a : b)
-const min = (a: bigint, b: bigint) => (a < b ? a : b)
 
 /**
  * An upper bound of the Step transactions a run of `promptTokens` prompt ids and `steps` tokens
- * takes at the full budget (cost.rs's `run_transactions_bound`): per position its items' units
- * over what a step is sure to carry, plus one a position.
+ * at `temperature` takes at the full budget (cost.rs's `run_transactions_bound`): the prompt's
+ * positions but the last do the layers only, each generated one the end too; every step carries
+ * more than the budget less the largest item, but the last before each token and the run's last.
  */
-export function runTransactionsBound(c: Config, promptTokens: number, steps: number): bigint {
-  const positions = BigInt(promptTokens) + BigInt(steps)
-  const last = min(max(positions, 1n) - 1n, U32_MAX)
-  let [first, second, largest] = [0n, 0n, 0n]
-  for (let code = 0, stage = stageOf(0, c.layers); stage !== undefined; stage = stageOf(++code, c.layers)) {
-    const items = stageItems(stage, c)
-    first += items * stepCost(stage, c, 0)
-    second += items * stepCost(stage, c, 1)
-    largest = max(largest, stepCost(stage, c, last))
-  }
-  const slope = second - first
-  const units = positions * first + slope * ((positions * max(positions - 1n, 0n)) / 2n)
-  const sure = max(max(BigInt(MAX_STEP_BUDGET) - largest, 0n), 1n)
-  return ceilDiv(units, sure) + positions
-}
-
-/** cost.rs's `encode_cost`: a lookup's and a scan's estimated units. */
-function encodeCosts(textLen: bigint, vocab: number): { lookup: bigint; scan: bigint } {
-  const bits = BigInt(33 - Math.clz32(vocab >>> 0))
-  return { lookup: 60n * bits + 400n, scan: 18n * textLen + 2_500n }
+export function runTransactionsBound(c: Config, promptTokens: number, steps: number, temperature: number): bigint {
+  const u = runUnits(c, temperature)
+  const [forced, generated] = [BigInt(Math.max(promptTokens, 1) - 1), BigInt(steps)]
+  const positions = forced + generated
+  const attended = (positions * (positions + 1n)) / 2n
+  const total = positions * u.layers + attended * u.perPosition + generated * u.end
+  const largest = max(u.largest, positions * u.headPerPosition + u.head)
+  const sure = max(BigInt(MAX_STEP_BUDGET) - largest, 1n)
+  return ceilDiv(total, sure) + generated + 1n
 }
 
 /** An upper bound of the Step transactions that finish encoding a text of `textLen` bytes (cost.rs's `encode_transactions_bound`). */
 export function encodeTransactionsBound(textLen: number, vocab: number): bigint {
   const n = BigInt(textLen)
-  const { lookup, scan } = encodeCosts(n, vocab)
+  const lookup = 60n * BigInt(33 - Math.clz32(vocab >>> 0)) + 400n
+  const scan = 18n * n + 2_500n
   const units = (4n * n + 2n) * lookup + n * scan
-  const sure = max(max(BigInt(MAX_STEP_BUDGET) - max(lookup, scan), 0n), 1n)
+  const sure = max(BigInt(MAX_STEP_BUDGET) - max(lookup, scan), 1n)
   return ceilDiv(units, sure) + 1n
 }
 
@@ -172,20 +116,22 @@ export function promptTokensBound(prompt: RunPrompt): number {
 }
 
 /** The transactions a claim's dispute takes at most: its steps, a text prompt's encoding, Challenge and Resolve. */
-export function disputeTransactions(c: Config, prompt: RunPrompt, steps: number): bigint {
+export function disputeTransactions(c: Config, prompt: RunPrompt, steps: number, temperature: number): bigint {
   const text = textBytes(prompt)
   const encoding = text === undefined ? 0n : encodeTransactionsBound(text.length, c.vocabSize)
-  return runTransactionsBound(c, promptTokensBound(prompt), steps) + encoding + DISPUTE_EXTRA_TRANSACTIONS
+  return runTransactionsBound(c, promptTokensBound(prompt), steps, temperature) + encoding + DISPUTE_EXTRA_TRANSACTIONS
 }
 
 /**
  * The least bond a claim posts, in lamports (and a challenger posts the same): every
  * transaction of its dispute at the base fee plus `STEP_UNITS` at `priorityPrice` micro-lamports
- * a unit (cost.rs's `claim_bond`, saturating at 2^64 − 1 as the Rust does).
+ * a unit (cost.rs's `claim_bond`). Throws a RangeError for a price below 0 or above
+ * `MAX_PRIORITY_PRICE`, where the Rust returns None and OpenClaim refuses the claim.
  */
-export function claimBond(c: Config, prompt: RunPrompt, steps: number, priorityPrice: bigint | number): bigint {
+export function claimBond(c: Config, prompt: RunPrompt, steps: number, temperature: number, priorityPrice: bigint | number): bigint {
   const price = BigInt(priorityPrice)
-  if (price < 0n || price > U64_MAX) throw new RangeError(`priority price ${price} is not a u64`)
-  const priority = ceilDiv(min(price * STEP_UNITS, U64_MAX), 1_000_000n)
-  return min(disputeTransactions(c, prompt, steps) * min(BASE_FEE + priority, U64_MAX), U64_MAX)
+  if (price < 0n || price > MAX_PRIORITY_PRICE)
+    throw new RangeError(`priority price ${price} is not 0 to ${MAX_PRIORITY_PRICE} micro-lamports a unit (cost::MAX_PRIORITY_PRICE; OpenClaim refuses it: InvalidPriorityPrice)`)
+  const priority = ceilDiv(price * STEP_UNITS, 1_000_000n)
+  return disputeTransactions(c, prompt, steps, temperature) * (BASE_FEE + priority)
 }

@@ -18,6 +18,7 @@ import {
   getBase64Encoder,
 } from '@solana/kit'
 import type { Artifact } from './artifact.js'
+import type { Config } from './layout.js'
 import { CURTA_PROGRAM_ID, fetchModel, verifyModel } from './chain.js'
 import {
   type ClaimAccount,
@@ -43,13 +44,49 @@ import {
   getResolveInstruction,
 } from './generated/index.js'
 import { type RunPrompt, type SeedSourceName, promptArgs, seedSourceCode } from './program.js'
-import { runAccountLength, runAddress, runSeed } from './run-account.js'
+import { runAccountLength, runAddress, runSeed, stateLength, TEXT_PER_STEP } from './run-account.js'
 import { Runner } from './run.js'
 import { type RunRpc, type SendOptions, computeUnitLimitInstruction, createAccountWithSeedInstruction, sendInstructions, sleep } from './send.js'
 import { type ReadRpc, readAccount } from './trust.js'
 
 /** The SlotHashes sysvar: the hashes of the last 512 slots, newest first. */
 export const SLOT_HASHES_ID = toAddress('SysvarS1otHashes111111111111111111111111111')
+
+/** The compute-budget and the system instruction beside a claim instruction: 150 units each. */
+const BESIDE = 300
+const units = (n: number) => Math.min(Math.ceil(n), 1_400_000)
+
+/**
+ * The compute units each claim transaction asks (its SetComputeUnitLimit): about twice what the
+ * VM measured (tests/program/claims.rs, `compute_units_of_claims`: the stories15M shape, token 1,
+ * 256 steps), with twice what grows with the claim and 300 for the compute-budget and system
+ * instructions. test/chain-claims.test.ts simulates each transaction on the program first and
+ * checks that it uses at most two thirds of its limit. Each function takes `computeUnits` to ask
+ * another.
+ */
+export const claimComputeUnits = {
+  /** OpenClaim with the account's creation: 3,032 measured for one id; each id more about 36 (checked, then copied). */
+  open: (prompt: RunPrompt): number => units(2 * 3_032 + BESIDE + ('tokenIds' in prompt ? 2 * 36 * prompt.tokenIds.length : 0)),
+  /**
+   * AnswerClaim: 1,592 measured for a drawn seed whose open slot is the newest in SlotHashes;
+   * the sysvar is read newest first, about 36 units an entry, so at most 511 entries before it.
+   */
+  answer: (): number => units(2 * (1_592 + 36 * 511) + BESIDE),
+  /**
+   * Challenge with the dispute run's creation: 21,311 measured for an ids prompt, the run's state
+   * zeroed among them (a unit per 250 bytes: 2,718 for stories15M's 679,480); and twice the
+   * zeroing of this model's state. A text prompt's encoding begins in it as in StartRun (up to
+   * `START_ENCODE_BUDGET`, 1,000,000 units): 1,400,000, as `startRun` asks.
+   */
+  challenge: (prompt: RunPrompt, config: Config): number => ('text' in prompt ? 1_400_000 : units(2 * 21_311 + BESIDE + (2 * stateLength(config)) / 250)),
+  /**
+   * Resolve: 2,498 measured (6 tokens); SHA-256 of the dispute run's ids and text, half a unit a
+   * byte, at most 4 + `TEXT_PER_STEP` bytes a step.
+   */
+  resolve: (steps: number): number => units(2 * 2_498 + BESIDE + (4 + TEXT_PER_STEP) * steps),
+  /** CloseClaim: 415 measured (an overturned claim); a settled one reads the clock, 582 on the test node. */
+  close: (): number => units(2 * 582 + BESIDE),
+}
 
 /** Fetches and decodes a claim account, checking that the program owns it. */
 export async function fetchClaim(rpc: ReadRpc, claim: Address, programId: Address = CURTA_PROGRAM_ID): Promise<ClaimAccount> {
@@ -126,11 +163,11 @@ export interface OpenClaimOptions extends SendOptions {
   seed?: bigint
   /** The challenge window in slots, 150 to 432,000 (default 150). */
   window?: number
-  /** Micro-lamports per compute unit the bond covers a dispute's steps at (default 0). */
+  /** Micro-lamports per compute unit the bond covers a dispute's steps at: 0 (the default) to `MAX_PRIORITY_PRICE`. */
   priorityPrice?: bigint
-  /** Lamports (default and least: `claimBond` of the model's configuration, the prompt, the steps and the price). */
+  /** Lamports (default and least: `claimBond` of the model's configuration, the prompt, the steps, the temperature and the price). */
   bond?: bigint
-  /** The transaction's compute-unit limit (default 400,000). */
+  /** The transaction's compute-unit limit (default `claimComputeUnits.open(prompt)`). */
   computeUnits?: number
   programId?: Address
 }
@@ -155,7 +192,9 @@ export async function openClaim(rpc: RunRpc, options: OpenClaimOptions): Promise
   const seedSource = options.seedSource ?? (temperature === 0 ? 'none' : 'drawn')
   const seed = options.seed ?? (seedSource === 'none' ? 0n : randomU64())
   const priorityPrice = options.priorityPrice ?? 0n
-  const bond = options.bond ?? claimBond(model.config, options.prompt, options.steps, priorityPrice)
+  // The least bond, computed even when a bond is given: a price above MAX_PRIORITY_PRICE throws here.
+  const least = claimBond(model.config, options.prompt, options.steps, temperature, priorityPrice)
+  const bond = options.bond ?? least
   const claim = await claimAddress(programId, options.claimer.address, options.model, nonce)
   const space = claimAccountLength(options.prompt)
   const rent = await rpc.getMinimumBalanceForRentExemption(BigInt(space)).send()
@@ -164,7 +203,7 @@ export async function openClaim(rpc: RunRpc, options: OpenClaimOptions): Promise
     rpc,
     payer,
     [
-      computeUnitLimitInstruction(options.computeUnits ?? 400_000),
+      computeUnitLimitInstruction(options.computeUnits ?? claimComputeUnits.open(options.prompt)),
       createAccountWithSeedInstruction({ payer, to: claim, base: options.claimer, seed: claimSeed(options.model, nonce), lamports: rent + bond, space, owner: programId }),
       getOpenClaimInstruction(
         {
@@ -210,7 +249,7 @@ export async function slotHash(rpc: ReadRpc, slot: bigint): Promise<{ hash?: Uin
  */
 export async function answerClaim(
   rpc: RunRpc,
-  options: SendOptions & { claim: Address; claimer: TransactionSigner; payer?: TransactionSigner; engine?: ClaimEngine; programId?: Address; signal?: AbortSignal },
+  options: SendOptions & { claim: Address; claimer: TransactionSigner; payer?: TransactionSigner; engine?: ClaimEngine; programId?: Address; signal?: AbortSignal; computeUnits?: number },
 ): Promise<{ signature: Signature; answer: ClaimAnswer; account: ClaimAccount }> {
   const programId = options.programId ?? CURTA_PROGRAM_ID
   const c = await fetchClaim(rpc, options.claim, programId)
@@ -236,7 +275,8 @@ export async function answerClaim(
   const runner = options.engine ? await runnerOf(options.engine) : await Runner.fromVerified(await verifyModel(rpc, c.model, { programId, keepSections: true }))
   const answer = claimAnswer(runner, c, seed)
   const ix = getAnswerClaimInstruction({ claim: options.claim, claimer: options.claimer, tokenCount: answer.tokenCount, answerHash: answer.hash }, { programAddress: programId })
-  const signature = await sendInstructions(rpc, options.payer ?? options.claimer, [ix], options)
+  const limit = computeUnitLimitInstruction(options.computeUnits ?? claimComputeUnits.answer())
+  const signature = await sendInstructions(rpc, options.payer ?? options.claimer, [limit, ix], options)
   const account = await fetchClaim(rpc, options.claim, programId)
   if (c.seedSource === 'drawn' && account.seedInForce !== seed)
     throw new CurtaError('SeedMismatch', `the answer landed (${signature}), but the program drew seed ${account.seedInForce}, not ${seed}`, { drawn: account.seedInForce, computed: seed })
@@ -244,9 +284,12 @@ export async function answerClaim(
 }
 
 /** Closes a claim: every lamport (its rent and what is left of the bond) to the claimer, who signs. */
-export function closeClaim(rpc: RunRpc, options: SendOptions & { claim: Address; claimer: TransactionSigner; payer?: TransactionSigner; programId?: Address }): Promise<Signature> {
+export function closeClaim(
+  rpc: RunRpc,
+  options: SendOptions & { claim: Address; claimer: TransactionSigner; payer?: TransactionSigner; programId?: Address; computeUnits?: number },
+): Promise<Signature> {
   const ix = getCloseClaimInstruction({ claim: options.claim, claimer: options.claimer }, { programAddress: options.programId ?? CURTA_PROGRAM_ID })
-  return sendInstructions(rpc, options.payer ?? options.claimer, [ix], options)
+  return sendInstructions(rpc, options.payer ?? options.claimer, [computeUnitLimitInstruction(options.computeUnits ?? claimComputeUnits.close()), ix], options)
 }
 
 /**
@@ -257,7 +300,7 @@ export function closeClaim(rpc: RunRpc, options: SendOptions & { claim: Address;
  */
 export async function challengeClaim(
   rpc: RunRpc,
-  options: SendOptions & { claim: Address; challenger: TransactionSigner; payer?: TransactionSigner; nonce?: number; programId?: Address },
+  options: SendOptions & { claim: Address; challenger: TransactionSigner; payer?: TransactionSigner; nonce?: number; programId?: Address; computeUnits?: number },
 ): Promise<{ run: Address; nonce: number; signature: Signature }> {
   const programId = options.programId ?? CURTA_PROGRAM_ID
   const c = await fetchClaim(rpc, options.claim, programId)
@@ -273,7 +316,7 @@ export async function challengeClaim(
     rpc,
     payer,
     [
-      computeUnitLimitInstruction(1_400_000),
+      computeUnitLimitInstruction(options.computeUnits ?? claimComputeUnits.challenge(c.prompt, model.config)),
       createAccountWithSeedInstruction({ payer, to: run, base: options.challenger, seed: runSeed(c.model, nonce), lamports, space, owner: programId }),
       getChallengeInstruction({ claim: options.claim, challenger: options.challenger, run, model: c.model, sectionZero, nonce }, { programAddress: programId }),
     ],
@@ -283,13 +326,13 @@ export async function challengeClaim(
 }
 
 /** Resolves a challenged claim whose dispute run has finished (anyone may send it; `payer` pays the fee). */
-export async function resolveClaim(rpc: RunRpc, options: SendOptions & { claim: Address; payer: TransactionSigner; programId?: Address }): Promise<Signature> {
+export async function resolveClaim(rpc: RunRpc, options: SendOptions & { claim: Address; payer: TransactionSigner; programId?: Address; computeUnits?: number }): Promise<Signature> {
   const programId = options.programId ?? CURTA_PROGRAM_ID
   const c = await fetchClaim(rpc, options.claim, programId)
   if (c.disputeRun === null || c.challenger === null)
     throw new CurtaAccountError('NotChallenged', `the claim is ${c.state}: nothing to resolve`, { field: 'state', found: c.state }, options.claim)
   const ix = getResolveInstruction({ claim: options.claim, run: c.disputeRun, claimer: c.claimer, challenger: c.challenger }, { programAddress: programId })
-  return sendInstructions(rpc, options.payer, [ix], options)
+  return sendInstructions(rpc, options.payer, [computeUnitLimitInstruction(options.computeUnits ?? claimComputeUnits.resolve(c.steps)), ix], options)
 }
 
 export type ClaimsRpc = Rpc<GetProgramAccountsApi>

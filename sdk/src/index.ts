@@ -64,20 +64,20 @@ export type { ClaimAccount, ClaimStateName } from './claim-account.js'
 export {
   BASE_FEE,
   DISPUTE_EXTRA_TRANSACTIONS,
+  MAX_PRIORITY_PRICE,
   STEP_UNITS,
   claimBond,
   disputeTransactions,
   encodeTransactionsBound,
   promptTokensBound,
   runTransactionsBound,
-  stageItems,
-  stageOf,
-  stepCost,
+  runUnits,
 } from './claim-cost.js'
-export type { StageName } from './claim-cost.js'
+export type { RunUnits } from './claim-cost.js'
 export {
   SLOT_HASHES_ID,
   answerClaim,
+  claimComputeUnits,
   challengeClaim,
   closeClaim,
   fetchClaim,

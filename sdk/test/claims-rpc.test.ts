@@ -23,6 +23,7 @@ import {
   answerClaim,
   challengeClaim,
   claimAddress,
+  claimComputeUnits,
   claimDrawnSeed,
   claimTrust,
   closeClaim,
@@ -64,6 +65,13 @@ function decodeTransaction(wire: Uint8Array): { instructions: SentInstruction[];
     data: new Uint8Array(i.data ?? []),
   }))
   return { instructions, signers: Object.keys(tx.signatures) as Address[] }
+}
+
+/** The units of a SetComputeUnitLimit (compute budget instruction 2). */
+function unitLimit(ix: SentInstruction | undefined): number {
+  assert.equal(ix?.program, 'ComputeBudget111111111111111111111111111111')
+  assert.equal(ix!.data[0], 2)
+  return new DataView(ix!.data.buffer, ix!.data.byteOffset).getUint32(1, true)
 }
 
 /** A node with the fixture's accounts and `extra`, whose program is `play`. */
@@ -146,7 +154,9 @@ test('openClaim creates the claim account at the claim address with its rent and
   assert.equal(result.account.state, 'open')
   const [limit, create, open] = sent!.instructions
   assert.deepEqual(sent!.signers, [claimer.address])
-  assert.equal(limit!.program, 'ComputeBudget111111111111111111111111111111')
+  // Twice the 3,032 units the VM measured, and 300 for the compute-budget and system instructions.
+  assert.equal(unitLimit(limit), claimComputeUnits.open({ text: 'Once upon a time' }))
+  assert.equal(unitLimit(limit), 6_364)
   // CreateAccountWithSeed: 3, base, seed, lamports (rent + bond), space (280 + 21), owner.
   const space = 280 + 5 + 16
   assert.equal(create!.program, '11111111111111111111111111111111')
@@ -170,7 +180,8 @@ test('answerClaim computes a chosen-seed claim\'s answer with the engine (the Ru
   const { answer, account } = await withNode(
     [[claim, programAccount(writeClaim(openFields()))]],
     (tx, accounts) => {
-      const [ix] = tx.instructions
+      const [limit, ix] = tx.instructions
+      assert.equal(unitLimit(limit), claimComputeUnits.answer())
       assert.deepEqual(ix!.accounts, [claim, claimer.address, 'SysvarS1otHashes111111111111111111111111111'])
       data = ix!.data
       accounts.set(claim, programAccount(writeClaim(openFields({ state: 2, answerSlot: 1000n, tokenCount: sampled.tokens.length, answerHash: ix!.data.slice(5) }))))
@@ -201,7 +212,7 @@ test('answerClaim of a drawn claim waits for the open slot\'s hash in SlotHashes
   const result = await withNode(
     [[claim, programAccount(writeClaim(fields))], ['SysvarS1otHashes111111111111111111111111111', slotHashes(989, 3)]],
     (tx, accounts) => {
-      posted = tx.instructions[0]!.data
+      posted = tx.instructions[1]!.data
       accounts.set(claim, programAccount(writeClaim({ ...fields, state: 2, answerSlot: 992n, seedInForce: seed, slotHash: hashOf(990), tokenCount: 16, answerHash: posted.slice(5) })))
     },
     async (rpc, accounts, node) => {
@@ -259,16 +270,20 @@ test('challengeClaim creates the dispute run\'s account and sends Challenge; res
     },
   )
   const [challenge, resolve, close] = sent
-  const [, create, ix] = challenge!.instructions
+  const [limit, create, ix] = challenge!.instructions
+  // A text prompt: its encoding begins in Challenge, as in StartRun.
+  assert.equal(unitLimit(limit), 1_400_000)
   assert.deepEqual(create!.accounts, [challenger.address, run, challenger.address])
   const view = new DataView(create!.data.buffer, create!.data.byteOffset)
   assert.equal(view.getBigUint64(44 + 29 + 8, true), BigInt(runAccountLength(stories260K, sampled.steps)))
   assert.deepEqual(ix!.accounts, [claim, challenger.address, run, model, fx.weights[0], '11111111111111111111111111111111'])
   assert.deepEqual([...ix!.data], [11, ...le(77, 4)])
-  assert.deepEqual(resolve!.instructions[0]!.accounts, [claim, run, claimer.address, challenger.address])
-  assert.deepEqual([...resolve!.instructions[0]!.data], [12])
-  assert.deepEqual(close!.instructions[0]!.accounts, [claim, claimer.address])
-  assert.deepEqual([...close!.instructions[0]!.data], [13])
+  assert.equal(unitLimit(resolve!.instructions[0]), claimComputeUnits.resolve(sampled.steps))
+  assert.deepEqual(resolve!.instructions[1]!.accounts, [claim, run, claimer.address, challenger.address])
+  assert.deepEqual([...resolve!.instructions[1]!.data], [12])
+  assert.equal(unitLimit(close!.instructions[0]), claimComputeUnits.close())
+  assert.deepEqual(close!.instructions[1]!.accounts, [claim, claimer.address])
+  assert.deepEqual([...close!.instructions[1]!.data], [13])
   assert.deepEqual(close!.signers, [claimer.address])
 })
 

@@ -1,8 +1,9 @@
 // Claims in the SDK against the interface crate and the Rust core, off chain:
 // - golden/claims.json is what the interface crate computes (test/claims-reference, run by
 //   scripts/sdk-test and compared with the committed file): claim addresses, the bond rule and
-//   each count it is made of, answer hashes, a drawn claim's seed, and a claim account written at
-//   the crate's own field offsets;
+//   each count it is made of (greedy and sampled), RunUnits (the closed form the program
+//   evaluates), answer hashes, a drawn claim's seed, and a claim account written at the crate's
+//   own field offsets; one bond worked out by hand from cost.rs's formula;
 // - claim accounts written here by hand from the layout's offsets (support/claims.ts), decoded,
 //   and every refusal of the program's `ClaimView::new`;
 // - the five claim instructions' bytes and accounts, written out by hand;
@@ -27,6 +28,7 @@ import {
   decodeClaim,
   disputeTransactions,
   encodeTransactionsBound,
+  MAX_PRIORITY_PRICE,
   getAnswerClaimInstruction,
   getChallengeInstruction,
   getCloseClaimInstruction,
@@ -37,10 +39,8 @@ import {
   promptTokensBound,
   promptWireBytes,
   runTransactionsBound,
+  runUnits,
   seedSourceCode,
-  stageItems,
-  stageOf,
-  stepCost,
   verifyClaim,
   type ClaimAccount,
   type RunPrompt,
@@ -66,31 +66,61 @@ test('claimSeed and claimAddress are the interface crate\'s (golden/claims.json,
   assert.throws(() => claimSeed(model, 2 ** 32), /not a u32/)
 })
 
-test('claimBond and every count it is made of are the interface crate\'s cost.rs, case by case (stories260K, the stories15M shape, a grouped-query shape, saturated prices)', () => {
+test('claimBond and every count it is made of are the interface crate\'s cost.rs, case by case (stories260K, the stories15M shape, a grouped-query shape; greedy and sampled; text and ids; prices to MAX_PRIORITY_PRICE and past it)', () => {
+  let refused = 0
   for (const b of ref.bonds) {
     const prompt = refPrompt(b.prompt)
-    const what = `${JSON.stringify(b.config)} ${JSON.stringify(b.prompt).slice(0, 40)} steps ${b.steps} price ${b.priorityPrice}`
+    const what = `${JSON.stringify(b.config)} ${JSON.stringify(b.prompt).slice(0, 40)} steps ${b.steps} temperature ${b.temperature} price ${b.priorityPrice}`
     assert.equal(promptTokensBound(prompt), b.promptTokensBound, `${what}: prompt tokens`)
-    assert.equal(runTransactionsBound(b.config, b.promptTokensBound, b.steps), BigInt(b.runTransactions), `${what}: run transactions`)
+    assert.equal(runTransactionsBound(b.config, b.promptTokensBound, b.steps, b.temperature), BigInt(b.runTransactions), `${what}: run transactions`)
     if ('text' in prompt) assert.equal(encodeTransactionsBound((prompt.text as Uint8Array).length, b.config.vocabSize), BigInt(b.encodeTransactions), `${what}: encoding`)
-    assert.equal(disputeTransactions(b.config, prompt, b.steps), BigInt(b.disputeTransactions), `${what}: dispute transactions`)
-    assert.equal(claimBond(b.config, prompt, b.steps, BigInt(b.priorityPrice)), BigInt(b.bond), `${what}: bond`)
+    assert.equal(disputeTransactions(b.config, prompt, b.steps, b.temperature), BigInt(b.disputeTransactions), `${what}: dispute transactions`)
+    if (b.bond === null) {
+      // claim_bond is None above MAX_PRIORITY_PRICE (OpenClaim refuses: InvalidPriorityPrice).
+      assert.throws(() => claimBond(b.config, prompt, b.steps, b.temperature, BigInt(b.priorityPrice)), (e: unknown) => e instanceof RangeError && /MAX_PRIORITY_PRICE/.test(e.message), what)
+      refused++
+    } else assert.equal(claimBond(b.config, prompt, b.steps, b.temperature, BigInt(b.priorityPrice)), BigInt(b.bond), `${what}: bond`)
   }
-  // By hand from cost.rs for the simplest case: stories260K, ids [1], 64 steps at price 0 is
-  // 151 steps + Challenge + Resolve = 153 transactions at 5,000 lamports.
+  assert.equal(refused, 2)
   const s260 = { dim: 64, hiddenDim: 172, layers: 5, heads: 8, kvHeads: 4, vocabSize: 512, contextLength: 512 }
-  assert.equal(claimBond(s260, { tokenIds: [1] }, 64, 0n), 153n * 5_000n)
+  // By hand from cost.rs, independently of the crate: stories260K, ids [1], 64 greedy steps at
+  // price 0. kv = 64·4/8 = 32, head size 8 (head 1,000, 104 a position); row(64) = 220 + 0 + 0 +
+  // 36 = 256, row(172) = 591 + 6 + 0 + 36 = 633; a layer: norms 2·2,648, query 64·(256 + 620/64)
+  // = 16,960, key 32·(256 + 19) = 8,800, value 32·295 = 9,440, rotary 4,040, attention 8·1,000,
+  // output 64·295 = 18,880, hidden 172·(512 + 620/172 + 60) = 98,900, down 64·(633 + 30 +
+  // 1,160/64) = 43,584: 213,900; layers 968 + 5·213,900 = 1,070,468; per position 5·8·104 =
+  // 4,160; end (greedy) 2,648 + 512·(256 + 1) + 10·512 = 139,352; largest item rotary's 4,040,
+  // attention at the last position 64·104 + 1,000 = 7,656. Units: 64·1,070,468 + (64·65/2)·4,160
+  // + 64·139,352 = 86,081,280, over 1,175,000 − 7,656 = 1,167,344 a step: 74, plus a stop a token
+  // (64) and one: 139 steps; with Challenge and Resolve 141 transactions at 5,000 lamports.
+  assert.deepEqual(runUnits(s260, 0), { layers: 1_070_468n, perPosition: 4_160n, end: 139_352n, largest: 4_040n, head: 1_000n, headPerPosition: 104n })
+  assert.equal(runTransactionsBound(s260, 1, 64, 0), 139n)
+  assert.equal(claimBond(s260, { tokenIds: [1] }, 64, 0, 0n), 141n * 5_000n)
+  // docs/program.md's figure: 256 sampled tokens of the stories15M shape from token 1 is at most
+  // 14,842 step transactions, a bond of 92,775,000 lamports at 1,000 micro-lamports a unit.
+  const s15 = { dim: 288, hiddenDim: 768, layers: 6, heads: 6, kvHeads: 6, vocabSize: 32_000, contextLength: 256 }
+  assert.equal(runTransactionsBound(s15, 1, 256, 52_429), 14_842n)
+  assert.equal(claimBond(s15, { tokenIds: [1] }, 256, 52_429, 1_000n), 92_775_000n)
   // A string prompt counts its UTF-8 bytes, as the wire carries them.
-  assert.equal(claimBond(s260, { text: 'héllo ✓' }, 9, 999_999n), BigInt(ref.bonds.find((b: { prompt: { textHex?: string } }) => b.prompt.textHex === hex(new TextEncoder().encode('héllo ✓'))).bond))
-  assert.throws(() => claimBond(s260, { tokenIds: [1] }, 1, -1n), /not a u64/)
+  const accented = ref.bonds.find((b: { prompt: { textHex?: string } }) => b.prompt.textHex === hex(new TextEncoder().encode('héllo ✓')))
+  assert.equal(claimBond(s260, { text: 'héllo ✓' }, 9, accented.temperature, 999_999n), BigInt(accented.bond))
+  // The temperature counts only by being 0 or not.
+  assert.equal(claimBond(s260, { tokenIds: [1] }, 64, 1, 0n), claimBond(s260, { tokenIds: [1] }, 64, 65_536, 0n))
+  assert.ok(claimBond(s260, { tokenIds: [1] }, 64, 1, 0n) > claimBond(s260, { tokenIds: [1] }, 64, 0, 0n))
+  assert.ok(claimBond(s260, { tokenIds: [1] }, 1, 0, MAX_PRIORITY_PRICE) > 0n)
+  assert.throws(() => claimBond(s260, { tokenIds: [1] }, 1, 0, MAX_PRIORITY_PRICE + 1n), RangeError)
+  assert.throws(() => claimBond(s260, { tokenIds: [1] }, 1, 0, -1n), RangeError)
 })
 
-test("every stage's items and estimated units per item are cost.rs's step_cost, at positions 0, 1, 37 and 255", () => {
-  for (const { config, positions, stages } of ref.stepCosts) {
-    const ours = []
-    for (let code = 0, stage = stageOf(0, config.layers); stage !== undefined; stage = stageOf(++code, config.layers))
-      ours.push([Number(stageItems(stage, config)), positions.map((p: number) => Number(stepCost(stage!, config, p)))])
-    assert.deepEqual(ours, stages, JSON.stringify(config))
+test('runUnits is cost.rs\'s RunUnits::of, greedy and sampled (stories260K, the stories15M shape, a grouped-query shape, 16 layers of heads of eight values)', () => {
+  assert.equal(ref.runUnits.length, 8)
+  for (const { config, temperature, ...expected } of ref.runUnits) {
+    const ours = runUnits(config, temperature)
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(ours).map(([k, v]) => [k, v.toString()])),
+      expected,
+      `${JSON.stringify(config)} temperature ${temperature}`,
+    )
   }
 })
 
@@ -256,10 +286,10 @@ test('the claim instructions\' bytes and accounts, written out by hand (OpenClai
   assert.deepEqual(roles(close), [[claim, W], [claimer, WS]])
   for (const ix of [open, answer, challenge, resolve, close]) assert.equal(ix.programAddress, CURTA_PROGRAM_ID)
   assert.deepEqual(
-    [47, 51, 54, 58, 60].map((code) => programError(code)?.name),
-    ['NotAClaim', 'BondTooLow', 'WindowClosed', 'DisputeRunLocked', 'InvalidAnswer'],
+    [47, 51, 54, 58, 60, 61].map((code) => programError(code)?.name),
+    ['NotAClaim', 'BondTooLow', 'WindowClosed', 'DisputeRunLocked', 'InvalidAnswer', 'InvalidPriorityPrice'],
   )
-  assert.equal(programError(61), undefined)
+  assert.equal(programError(62), undefined)
 })
 
 // verifyClaim on stories260K against the Rust core's runs (golden/run.json).

@@ -1,8 +1,8 @@
 //! A JSON-RPC node for the TypeScript SDK's chain tests (sdk/test/chain-run.test.ts,
-//! sdk/test/browser/run-watch.test.ts): the project's in-process node
-//! (tests/support/rpc_shim.rs, the Curta program's SBF binary on a solana-program-test bank)
-//! with stories260K published and sealed through it by the client library, and a funded runner
-//! and stranger.
+//! sdk/test/chain-claims.test.ts, sdk/test/browser/run-watch.test.ts): the project's in-process
+//! node (tests/support/rpc_shim.rs, the Curta program's SBF binary on a solana-program-test
+//! bank) with stories260K published and sealed through it by the client library, and a funded
+//! runner and stranger.
 //!
 //!   cargo run -p curta-tests --example sdk_node [-- --movable]
 //!

@@ -75,6 +75,7 @@ export const CURTA_ERROR__WRONG_DISPUTE_RUN = 0x39 // 57
 export const CURTA_ERROR__DISPUTE_RUN_LOCKED = 0x3a // 58
 export const CURTA_ERROR__CLAIM_NOT_CLOSABLE = 0x3b // 59
 export const CURTA_ERROR__INVALID_ANSWER = 0x3c // 60
+export const CURTA_ERROR__INVALID_PRIORITY_PRICE = 0x3d // 61
 
 export type CurtaProgramError =
   | typeof CURTA_ERROR__ALREADY_ANSWERED
@@ -88,6 +89,7 @@ export type CurtaProgramError =
   | typeof CURTA_ERROR__EMPTY_WRITE
   | typeof CURTA_ERROR__INVALID_ANSWER
   | typeof CURTA_ERROR__INVALID_DESTINATION
+  | typeof CURTA_ERROR__INVALID_PRIORITY_PRICE
   | typeof CURTA_ERROR__INVALID_RUN
   | typeof CURTA_ERROR__INVALID_SECTION_COUNT
   | typeof CURTA_ERROR__INVALID_SECTION_LENGTH
@@ -153,6 +155,7 @@ if (process.env['NODE_ENV'] !== 'production') {
     [CURTA_ERROR__EMPTY_WRITE]: `write carries no bytes`,
     [CURTA_ERROR__INVALID_ANSWER]: `answer's token count must be 1 to the claim's steps`,
     [CURTA_ERROR__INVALID_DESTINATION]: `destination must not be one of the accounts being closed`,
+    [CURTA_ERROR__INVALID_PRIORITY_PRICE]: `claim's priority price is above cost::MAX_PRIORITY_PRICE (10,000,000,000 micro-lamports a unit)`,
     [CURTA_ERROR__INVALID_RUN]: `the run's prompt, steps or sampling settings are refused (the reason is logged)`,
     [CURTA_ERROR__INVALID_SECTION_COUNT]: `section count must be 2 to 18`,
     [CURTA_ERROR__INVALID_SECTION_LENGTH]: `section length must be 1 to 10,483,712 bytes`,

@@ -3,8 +3,7 @@
 
 use curta_core::Config;
 use curta_interface::claim::{answer_hash, claim_address, claim_field as f, claim_seed, read_prompt, CLAIM_HEADER_LEN, CLAIM_MAGIC, CLAIM_VERSION};
-use curta_core::infer::Stage;
-use curta_interface::cost::{step_cost, claim_bond, dispute_transactions, encode_transactions_bound, prompt_tokens_bound, run_transactions_bound};
+use curta_interface::cost::{claim_bond, dispute_transactions, encode_transactions_bound, prompt_tokens_bound, run_transactions_bound, RunUnits, MAX_PRIORITY_PRICE};
 use curta_interface::instruction::Prompt;
 use curta_interface::run::{seed_from_digest, seed_preimage};
 use solana_pubkey::Pubkey;
@@ -59,22 +58,34 @@ fn main() {
     let gqa = Config { dim: 96, hidden_dim: 256, layers: 2, heads: 6, kv_heads: 2, vocab_size: 512, context_length: 64 };
     let once = b"Once upon a time".as_slice();
     let long = "Lily and Tom went to the park to play on the swings, and the sun was warm. ".repeat(4);
-    let cases: Vec<(Config, Vec<u8>, u32, u64)> = vec![
-        (s260, text_wire(once), 64, 0),
-        (s260, text_wire(once), 64, 10_000),
-        (s260, ids_wire(&[1]), 64, 0),
-        (s260, ids_wire(&[1]), 256, 1),
-        (s260, ids_wire(&[1, 400, 300]), 500, 123_456),
-        (s260, ids_wire(&[]), 1, 0),
-        (s260, text_wire(long.as_bytes()), 100, 7),
-        (s260, text_wire("héllo ✓".as_bytes()), 9, 999_999),
-        (s15, text_wire(once), 256, 0),
-        (s15, ids_wire(&[1]), 255, 50_000),
-        (gqa, ids_wire(&[1, 2, 3]), 61, 3),
-        (s260, ids_wire(&[1]), 64, u64::MAX),
-        (s15, ids_wire(&[1]), 255, u64::MAX / 3),
+    // (configuration, prompt, steps, temperature, priority price): greedy and sampled, text and
+    // ids prompts, the price up to MAX_PRIORITY_PRICE and one past it (no bond: None, null).
+    const SAMPLED: u32 = 52_429;
+    let cases: Vec<(Config, Vec<u8>, u32, u32, u64)> = vec![
+        (s260, text_wire(once), 64, 0, 0),
+        (s260, text_wire(once), 64, SAMPLED, 0),
+        (s260, text_wire(once), 64, SAMPLED, 10_000),
+        (s260, ids_wire(&[1]), 64, 0, 0),
+        (s260, ids_wire(&[1]), 64, SAMPLED, 0),
+        (s260, ids_wire(&[1]), 256, 65_536, 1),
+        (s260, ids_wire(&[1, 400, 300]), 500, SAMPLED, 123_456),
+        (s260, ids_wire(&[1, 400, 300]), 500, 0, 123_456),
+        (s260, ids_wire(&[]), 1, 0, 0),
+        (s260, text_wire(long.as_bytes()), 100, 1, 7),
+        (s260, text_wire(long.as_bytes()), 100, 0, 7),
+        (s260, text_wire("héllo ✓".as_bytes()), 9, SAMPLED, 999_999),
+        (s15, text_wire(once), 256, 0, 0),
+        (s15, ids_wire(&[1]), 255, SAMPLED, 50_000),
+        (s15, ids_wire(&[1]), 256, SAMPLED, 1_000),
+        (s15, ids_wire(&[1]), 255, 0, 1_000),
+        (gqa, ids_wire(&[1, 2, 3]), 61, 3, 3),
+        (gqa, text_wire(once), 40, 0, 3),
+        (s260, ids_wire(&[1]), 64, SAMPLED, MAX_PRIORITY_PRICE),
+        (s15, ids_wire(&[1]), 255, SAMPLED, MAX_PRIORITY_PRICE),
+        (s260, ids_wire(&[1]), 64, 0, MAX_PRIORITY_PRICE + 1),
+        (s260, ids_wire(&[1]), 64, SAMPLED, u64::MAX),
     ];
-    for (i, (c, wire, steps, price)) in cases.iter().enumerate() {
+    for (i, (c, wire, steps, temperature, price)) in cases.iter().enumerate() {
         let p = read_prompt(wire).unwrap();
         let prompt = match p {
             Prompt::Text(t) => format!("{{\"textHex\": \"{}\"}}", hex(t)),
@@ -89,33 +100,35 @@ fn main() {
             Prompt::Text(t) => encode_transactions_bound(t.len() as u32, c.vocab_size),
             Prompt::Tokens(_) => 0,
         };
+        let bond = match claim_bond(c, &p, *steps, *temperature, *price) {
+            Some(bond) => format!("\"{bond}\""),
+            None => "null".to_string(),
+        };
         out += &format!(
-            "    {{\"config\": {}, \"prompt\": {prompt}, \"steps\": {steps}, \"priorityPrice\": \"{price}\", \"promptTokensBound\": {tokens}, \"runTransactions\": \"{}\", \"encodeTransactions\": \"{encode}\", \"disputeTransactions\": \"{}\", \"bond\": \"{}\"}}{}\n",
+            "    {{\"config\": {}, \"prompt\": {prompt}, \"steps\": {steps}, \"temperature\": {temperature}, \"priorityPrice\": \"{price}\", \"promptTokensBound\": {tokens}, \"runTransactions\": \"{}\", \"encodeTransactions\": \"{encode}\", \"disputeTransactions\": \"{}\", \"bond\": {bond}}}{}\n",
             config_json(c),
-            run_transactions_bound(c, tokens, *steps),
-            dispute_transactions(c, &p, *steps),
-            claim_bond(c, &p, *steps, *price),
+            run_transactions_bound(c, tokens, *steps, *temperature),
+            dispute_transactions(c, &p, *steps, *temperature),
             if i + 1 < cases.len() { "," } else { "" }
         );
     }
-    // Each stage's items and estimated units per item at a few positions (cost.rs's step_cost).
-    out += "  ],\n  \"stepCosts\": [\n";
-    let configs = [s260, s15, gqa];
-    for (k, c) in configs.iter().enumerate() {
-        let mut stages = Vec::new();
-        let mut code = 0;
-        while let Some(stage) = Stage::of(code, c.layers) {
-            let costs: Vec<String> = [0u32, 1, 37, 255].iter().map(|&pos| step_cost(stage, c, pos, 1).to_string()).collect();
-            stages.push(format!("[{}, [{}]]", stage.items(c), costs.join(", ")));
-            code += 1;
+    // RunUnits (the closed form the bond counts with) of each shape, greedy and sampled; a shape
+    // with heads of eight values besides stories260K's (its attention's own constants).
+    out += "  ],\n  \"runUnits\": [\n";
+    let eights = Config { dim: 64, hidden_dim: 256, layers: 16, heads: 8, kv_heads: 8, vocab_size: 2048, context_length: 64 };
+    let configs = [s260, s15, gqa, eights];
+    let mut rows = Vec::new();
+    for c in configs.iter() {
+        for temperature in [0u32, SAMPLED] {
+            let u = RunUnits::of(c, temperature);
+            rows.push(format!(
+                "    {{\"config\": {}, \"temperature\": {temperature}, \"layers\": \"{}\", \"perPosition\": \"{}\", \"end\": \"{}\", \"largest\": \"{}\", \"head\": \"{}\", \"headPerPosition\": \"{}\"}}",
+                config_json(c), u.layers, u.per_position, u.end, u.largest, u.head, u.head_per_position
+            ));
         }
-        out += &format!(
-            "    {{\"config\": {}, \"positions\": [0, 1, 37, 255], \"stages\": [{}]}}{}\n",
-            config_json(c),
-            stages.join(", "),
-            if k + 1 < configs.len() { "," } else { "" }
-        );
     }
+    out += &rows.join(",\n");
+    out += "\n";
     out += "  ],\n  \"answerHashes\": [\n";
     let answers: Vec<(Vec<u32>, &[u8])> = vec![(vec![5, 9, 2], b" Once"), (vec![], b""), (vec![0xffff_ffff, 1], "é✓".as_bytes())];
     for (i, (ids, text)) in answers.iter().enumerate() {
