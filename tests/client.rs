@@ -5,6 +5,8 @@
 mod bad_input;
 #[path = "client/claims.rs"]
 mod claims;
+#[path = "client/claims_load.rs"]
+mod claims_load;
 #[path = "client/crank.rs"]
 mod crank;
 #[path = "client/deployed_program.rs"]

@@ -291,6 +291,9 @@ pub fn tiny_sections(section_one_len: usize, seed: u64) -> Vec<Vec<u8>> {
         Rng::new(seed).bytes(section_one_len),
     ]
 }
+/// The load test of claims (issue 40): the driver `client/examples/bench_claims.rs` and the
+/// test `client::claims_load` run.
+pub mod claims_load;
 pub mod client;
 pub mod rpc_shim;
 

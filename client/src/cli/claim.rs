@@ -111,6 +111,9 @@ pub struct WatchArgs {
     /// flight [default: read from the cluster's features]
     #[arg(long, value_name = "UNITS")]
     pub account_cu_limit: Option<u64>,
+    /// Disputes stepped at once; the others (challenged already) wait their turn [default: 4]
+    #[arg(long, value_name = "N")]
+    pub max_disputes: Option<usize>,
 }
 
 fn threads(given: Option<usize>) -> Result<usize> {
@@ -341,6 +344,7 @@ pub fn watch(args: WatchArgs, global: GlobalArgs) -> Result<()> {
             tx_version: global.tx_version(),
             account_limit: args.account_cu_limit,
         },
+        max_disputes: args.max_disputes,
     };
     let keypair = global.keypair()?;
     let runtime = runtime()?;

@@ -7,7 +7,9 @@
 //!
 //! Disputes run beside the polling, in the watcher's task: the poll (a few reads and the
 //! off-chain runs of new answers) and the disputes' steps take turns, so a dispute waits at
-//! most one poll. A poll that fails (a node restarting) is reported and tried again.
+//! most one poll. At most [`WatchOptions::max_disputes`] are stepped at once: a wrong claim is
+//! challenged as soon as it is found (the window is what is short), and its dispute waits its
+//! turn. A poll that fails (a node restarting) is reported and tried again.
 
 pub mod event;
 pub mod verify;
@@ -23,7 +25,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
 use solana_signer::Signer;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
@@ -32,6 +34,12 @@ use verify::{verify, Models};
 
 /// A failed dispute is tried again after this long (each try re-reads the chain).
 const RETRY_DISPUTE: Duration = Duration::from_secs(30);
+
+/// Disputes stepped at once by default. Each keeps its run account's share of a block busy
+/// (40% of it on current clusters), so a few fill the blocks; more would only queue their
+/// steps behind each other (measured with 1,000 claims, 100 wrong, on the in-process bank: 84
+/// disputes at once queued thousands of steps and stalled it; docs/client.md, "Load").
+pub const MAX_DISPUTES: usize = 4;
 
 /// What the watcher watches and does.
 #[derive(Clone, Debug, Default)]
@@ -45,6 +53,9 @@ pub struct WatchOptions {
     /// Threads an off-chain run uses.
     pub threads: usize,
     pub dispute: DisputeOptions,
+    /// Disputes stepped at once (None: [`MAX_DISPUTES`]); the others, challenged already,
+    /// wait their turn.
+    pub max_disputes: Option<usize>,
 }
 
 type Dispute<'a> = Pin<Box<dyn Future<Output = (Pubkey, Result<Resolution, ClaimError>)> + 'a>>;
@@ -59,8 +70,10 @@ struct Watcher<'a, T: Transport> {
     models: Models,
     /// Claims (address, open slot) already judged or left alone.
     judged: HashSet<(Pubkey, u64)>,
-    /// The watcher's disputes in progress, and when a failed one may be tried again.
+    /// The watcher's disputes in progress or waiting their turn (`queue`), and when a failed
+    /// one may be tried again.
     disputing: HashSet<Pubkey>,
+    queue: VecDeque<Pubkey>,
     failed: HashMap<Pubkey, Instant>,
     summary: WatchSummary,
 }
@@ -86,10 +99,20 @@ pub async fn watch<T: Transport>(
         models: Models::default(),
         judged: HashSet::new(),
         disputing: HashSet::new(),
+        queue: VecDeque::new(),
         failed: HashMap::new(),
         summary: WatchSummary::default(),
     };
     let mut disputes: FuturesUnordered<Dispute<'_>> = FuturesUnordered::new();
+    let most = options.max_disputes.unwrap_or(MAX_DISPUTES).max(1);
+    let dispute = |claim: Pubkey| -> Dispute<'_> {
+        Box::pin(async move {
+            (
+                claim,
+                finish_dispute(t, watcher, &claim, &options.dispute).await,
+            )
+        })
+    };
     let first = WatchEvent::Started {
         watcher: watcher.pubkey().to_string(),
         models: options.models.iter().map(Pubkey::to_string).collect(),
@@ -99,6 +122,7 @@ pub async fn watch<T: Transport>(
     let mut go = on_event(&first).is_continue();
     tokio::pin!(stop);
     while go {
+        start_queued(&mut w.queue, &mut disputes, most, &dispute);
         let found = w.poll().await.unwrap_or_else(|e| {
             vec![(
                 WatchEvent::Trouble {
@@ -107,24 +131,20 @@ pub async fn watch<T: Transport>(
                 None,
             )]
         });
-        for (event, dispute) in found {
+        for (event, to_dispute) in found {
             if on_event(&event).is_break() {
                 go = false;
                 break;
             }
-            if let Some(claim) = dispute {
+            if let Some(claim) = to_dispute {
                 w.disputing.insert(claim);
-                disputes.push(Box::pin(async move {
-                    (
-                        claim,
-                        finish_dispute(t, watcher, &claim, &options.dispute).await,
-                    )
-                }));
+                w.queue.push_back(claim);
             }
         }
         if !go {
             break;
         }
+        start_queued(&mut w.queue, &mut disputes, most, &dispute);
         tokio::select! {
             () = &mut stop => break,
             Some((claim, result)) = disputes.next(), if !disputes.is_empty() => {
@@ -138,6 +158,21 @@ pub async fn watch<T: Transport>(
     w.summary.seconds = started.elapsed().as_secs_f64();
     let _ = on_event(&WatchEvent::Stopped(w.summary.clone()));
     Ok(w.summary)
+}
+
+/// Starts the disputes waiting their turn, up to `most` at once.
+fn start_queued<'a>(
+    queue: &mut VecDeque<Pubkey>,
+    disputes: &mut FuturesUnordered<Dispute<'a>>,
+    most: usize,
+    dispute: &impl Fn(Pubkey) -> Dispute<'a>,
+) {
+    while disputes.len() < most {
+        let Some(claim) = queue.pop_front() else {
+            break;
+        };
+        disputes.push(dispute(claim));
+    }
 }
 
 /// The memcmp filters of the claims challenged by `challenger` (of `model`, or any).
