@@ -219,7 +219,8 @@ fn write_claim(
     }
 }
 
-/// [`claim_bond`] in a frame of its own (one copy of the cost model's loop in the binary).
+/// [`claim_bond`] in a frame of its own, `u64::MAX` above the highest priority price (checked
+/// before: `InvalidPriorityPrice`).
 #[inline(never)]
 fn least_bond(
     config: &curta_core::Config,
